@@ -1,0 +1,8 @@
+package main
+
+import "github.com/spf13/cobra"
+
+// subcommands lists the verbs of the binary; each lives in its own file.
+func subcommands() []*cobra.Command {
+	return []*cobra.Command{}
+}

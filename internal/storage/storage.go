@@ -1,0 +1,128 @@
+// Package storage defines the narrow key-value interface every Leasehold storage
+// driver implements (the embedded one in storage/embedded, the etcd one in
+// storage/etcd) and the helpers built on top of it.
+//
+// Invariants every driver keeps, checked by the shared conformance suite in
+// storage/storagetest:
+//
+//   - The store has one global revision, a positive int64 that grows by exactly one
+//     with every successful write (create, update or delete), as etcd's does. It is
+//     what the API serves as resourceVersion.
+//   - A write is acknowledged (its method returns nil) only once it is durable: a
+//     crash of the process right after the return never loses it.
+//   - Watch delivers every event after the requested revision, in revision order,
+//     with no gaps and no duplicates, until its context ends or it is compacted
+//     away; events older than the last compaction fail with ErrCompacted.
+//   - Values are opaque bytes: the driver never looks inside them.
+package storage
+
+import (
+	"context"
+	"errors"
+)
+
+// Errors drivers return. Callers test them with errors.Is; drivers may wrap them.
+var (
+	// ErrNotFound: the key does not exist (Get, Update, Delete).
+	ErrNotFound = errors.New("key not found")
+	// ErrKeyExists: Create found the key already present.
+	ErrKeyExists = errors.New("key already exists")
+	// ErrConflict: the key's current revision is not the expected one.
+	ErrConflict = errors.New("revision precondition failed")
+	// ErrCompacted: the revision asked for is older than the last compaction.
+	ErrCompacted = errors.New("revision has been compacted")
+	// ErrFutureRevision: the revision asked for has not been written yet.
+	ErrFutureRevision = errors.New("revision is in the future")
+)
+
+// KeyValue is one stored key at one revision.
+type KeyValue struct {
+	Key   string
+	Value []byte
+	// ModRevision is the store revision of the write that produced this value.
+	ModRevision int64
+	// CreateRevision is the store revision of the create that started this
+	// key's current life (a deleted and re-created key gets a new one).
+	CreateRevision int64
+}
+
+// EventType says what a watch event did to its key.
+type EventType int
+
+const (
+	// EventPut is a create or an update; Event.PrevValue is nil for a create.
+	EventPut EventType = iota + 1
+	// EventDelete removed the key; Event.PrevValue is the value it had.
+	EventDelete
+)
+
+// Event is one change to one key.
+type Event struct {
+	Type EventType
+	Key  string
+	// Value is the new value (nil for EventDelete).
+	Value []byte
+	// PrevValue is the value before this event (nil for a create).
+	PrevValue []byte
+	// Revision is the store revision this event produced; for a put it equals
+	// the new value's ModRevision.
+	Revision int64
+	// CreateRevision of the key's current life (of the deleted life for EventDelete).
+	CreateRevision int64
+}
+
+// ListResult is one page of a List.
+type ListResult struct {
+	KVs []KeyValue
+	// Revision is the store revision the page was read at.
+	Revision int64
+	// More is true when keys after the last returned one exist under the prefix.
+	More bool
+}
+
+// ListOptions narrows a List.
+type ListOptions struct {
+	// Revision reads the state as of that revision; 0 reads the newest state.
+	// Reading a compacted revision fails with ErrCompacted, one not yet written
+	// with ErrFutureRevision.
+	Revision int64
+	// StartKey, when set, returns keys >= StartKey only (for paging).
+	StartKey string
+	// Limit caps the number of keys returned; 0 means no cap.
+	Limit int
+}
+
+// Interface is what a storage driver offers. Keys are strings like
+// "/registry/leases/kube-node-lease/node-1"; List and Watch take a prefix and
+// match keys that start with it. Every method is safe for concurrent use.
+type Interface interface {
+	// Get returns the newest value of key, or ErrNotFound.
+	Get(ctx context.Context, key string) (KeyValue, error)
+	// List returns the keys under prefix in ascending key order.
+	List(ctx context.Context, prefix string, opts ListOptions) (ListResult, error)
+	// Create writes key if it does not exist and returns the new revision.
+	Create(ctx context.Context, key string, value []byte) (int64, error)
+	// Update replaces key's value if its ModRevision equals expectedRevision
+	// (ErrConflict otherwise, ErrNotFound if absent) and returns the new revision.
+	Update(ctx context.Context, key string, expectedRevision int64, value []byte) (int64, error)
+	// Delete removes key if its ModRevision equals expectedRevision, or
+	// unconditionally when expectedRevision is 0. It returns the deleted value
+	// and the revision of the delete.
+	Delete(ctx context.Context, key string, expectedRevision int64) (KeyValue, int64, error)
+	// Watch streams every event under prefix with a revision > fromRevision.
+	// The channel closes when ctx ends or the driver stops; a driver that must
+	// end a watch early (compaction overtook a slow reader, shutdown) closes the
+	// channel after sending nothing more, and the caller re-watches from the
+	// last revision it saw. fromRevision older than the last compaction fails
+	// with ErrCompacted.
+	Watch(ctx context.Context, prefix string, fromRevision int64) (<-chan Event, error)
+	// CurrentRevision is the revision of the newest acknowledged write.
+	CurrentRevision(ctx context.Context) (int64, error)
+	// Compact forgets history at or before revision: later List and Watch calls
+	// for revisions < revision fail with ErrCompacted. Current values stay.
+	Compact(ctx context.Context, revision int64) error
+	// CompactedRevision is the revision of the last Compact (0 if none).
+	CompactedRevision(ctx context.Context) (int64, error)
+	// Close stops the driver; it waits for in-flight writes to finish.
+	Close() error
+}
