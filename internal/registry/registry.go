@@ -1,0 +1,150 @@
+// Package registry describes the resources Leasehold serves. A Resource holds
+// everything the generic request path in internal/apiserver needs to serve one
+// kind: its names, scope, how to make empty objects, how to validate and
+// prepare them, which fields selectors may use, and its table columns.
+//
+// Invariants: descriptors are immutable after construction, the per-resource
+// functions are pure (no I/O), and every Resource's New/NewList return the
+// versioned k8s.io/api types registered in the scheme from NewScheme, so the
+// apimachinery codecs can encode them in JSON, YAML and protobuf.
+package registry
+
+import (
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Resource describes one served resource in one group version.
+type Resource struct {
+	GroupVersion schema.GroupVersion
+	// Resource is the plural lower-case name, e.g. "leases".
+	Resource     string
+	SingularName string
+	Kind         string
+	ListKind     string
+	ShortNames   []string
+	Categories   []string
+	Namespaced   bool
+	// StatusSubresource serves <name>/status (get, update, patch).
+	StatusSubresource bool
+	// AllowCreateOnUpdate lets PUT create a missing object (Leases do; Nodes do not).
+	AllowCreateOnUpdate bool
+	// StorageResource names the storage key segment, usually Resource.
+	StorageResource string
+
+	New     func() runtime.Object
+	NewList func() runtime.Object
+
+	// PrepareForCreate clears or sets server-owned fields before a create.
+	PrepareForCreate func(obj runtime.Object)
+	// PrepareForUpdate copies server-owned fields from old (e.g. status on a
+	// main-resource update, spec on a status update).
+	PrepareForUpdate func(obj, old runtime.Object, subresource string)
+	// ValidateCreate and ValidateUpdate check the kind-specific parts; the
+	// generic path validates ObjectMeta itself.
+	ValidateCreate func(obj runtime.Object) field.ErrorList
+	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
+	// SelectableFields returns the field set field selectors match against;
+	// metadata.name and metadata.namespace are always included by the caller.
+	SelectableFields func(obj runtime.Object) fields.Set
+
+	// TableColumns and TableRow render the server-side printer (kubectl get).
+	TableColumns []metav1.TableColumnDefinition
+	TableRow     func(obj runtime.Object) []interface{}
+}
+
+// GroupVersionResource is the resource's GVR.
+func (r *Resource) GroupVersionResource() schema.GroupVersionResource {
+	return r.GroupVersion.WithResource(r.Resource)
+}
+
+// GroupVersionKind is the resource's GVK.
+func (r *Resource) GroupVersionKind() schema.GroupVersionKind {
+	return r.GroupVersion.WithKind(r.Kind)
+}
+
+// GroupResource is the group-qualified resource used in Status messages.
+func (r *Resource) GroupResource() schema.GroupResource {
+	return schema.GroupResource{Group: r.GroupVersion.Group, Resource: r.Resource}
+}
+
+// KeyPrefix is the storage prefix of every object of the resource, or of one
+// namespace's objects when namespace is non-empty.
+func (r *Resource) KeyPrefix(namespace string) string {
+	if r.Namespaced && namespace != "" {
+		return "/registry/" + r.StorageResource + "/" + namespace + "/"
+	}
+	return "/registry/" + r.StorageResource + "/"
+}
+
+// Key is the storage key of one object.
+func (r *Resource) Key(namespace, name string) string {
+	if r.Namespaced {
+		return "/registry/" + r.StorageResource + "/" + namespace + "/" + name
+	}
+	return "/registry/" + r.StorageResource + "/" + name
+}
+
+// NamespaceAndNameFromKey splits a storage key of this resource back into its parts.
+func (r *Resource) NamespaceAndNameFromKey(key string) (namespace, name string, err error) {
+	rest, ok := strings.CutPrefix(key, r.KeyPrefix(""))
+	if !ok {
+		return "", "", fmt.Errorf("key %q is not under %q", key, r.KeyPrefix(""))
+	}
+	if !r.Namespaced {
+		return "", rest, nil
+	}
+	ns, name, ok := strings.Cut(rest, "/")
+	if !ok {
+		return "", "", fmt.Errorf("key %q has no namespace segment", key)
+	}
+	return ns, name, nil
+}
+
+// Set is the collection of served resources.
+type Set struct {
+	list []*Resource
+}
+
+// NewSet builds a Set; defaults StorageResource.
+func NewSet(resources ...*Resource) *Set {
+	for _, r := range resources {
+		if r.StorageResource == "" {
+			r.StorageResource = r.Resource
+		}
+	}
+	return &Set{list: resources}
+}
+
+// All returns the resources in registration order.
+func (s *Set) All() []*Resource { return s.list }
+
+// Lookup finds a resource by group, version and plural name.
+func (s *Set) Lookup(group, version, resource string) (*Resource, bool) {
+	for _, r := range s.list {
+		if r.GroupVersion.Group == group && r.GroupVersion.Version == version && r.Resource == resource {
+			return r, true
+		}
+	}
+	return nil, false
+}
+
+// GroupVersions returns the served group versions in registration order,
+// without duplicates.
+func (s *Set) GroupVersions() []schema.GroupVersion {
+	var out []schema.GroupVersion
+	seen := map[schema.GroupVersion]bool{}
+	for _, r := range s.list {
+		if !seen[r.GroupVersion] {
+			seen[r.GroupVersion] = true
+			out = append(out, r.GroupVersion)
+		}
+	}
+	return out
+}
