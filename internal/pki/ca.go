@@ -133,8 +133,10 @@ func generateCA(certPath, keyPath string) (*CA, error) {
 	}
 	now := time.Now()
 	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: fmt.Sprintf("leasehold-ca@%d", now.Unix())},
+		SerialNumber: serial,
+		// The serial in the name keeps CAs created in the same second
+		// distinct, so pools holding several of them never confuse issuers.
+		Subject:               pkix.Name{CommonName: fmt.Sprintf("leasehold-ca@%d-%08x", now.Unix(), serial.Uint64()&0xffffffff)},
 		NotBefore:             now.Add(-backdate),
 		NotAfter:              now.Add(CAValidity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,

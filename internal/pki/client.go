@@ -14,6 +14,7 @@ import (
 // name) in groups (the subject's organizations), the identity encoding
 // Kubernetes uses for x509 client authentication. It returns the PEM
 // certificate and PEM (PKCS #8) private key, ready for a kubeconfig.
+// Groups are a set: DER encodes them sorted, so their order is not kept.
 func (ca *CA) IssueClientCert(user string, groups []string, validity time.Duration) (certPEM, keyPEM []byte, err error) {
 	if user == "" {
 		return nil, nil, errors.New("issue client certificate: user name is empty")
