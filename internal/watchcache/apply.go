@@ -1,0 +1,185 @@
+package watchcache
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/leasehold/leasehold/internal/storage"
+)
+
+// decoded is a storage event with its new value already decoded, so decoding
+// (the expensive part) happens outside the cache's lock.
+type decoded struct {
+	ev  storage.Event
+	obj runtime.Object // nil for a delete, or when the value did not decode
+}
+
+// decode decodes the values of a batch of storage events.
+func (c *Cache) decode(evs []storage.Event) []decoded {
+	out := make([]decoded, len(evs))
+	for i, ev := range evs {
+		out[i].ev = ev
+		if ev.Type != storage.EventPut {
+			continue
+		}
+		obj, err := c.opts.Decode(ev.Key, ev.Value, ev.Revision)
+		if err != nil {
+			// The revision still advances (the store moved on), but the key keeps
+			// its last good state: serving a stale object beats inventing a delete.
+			c.log.Error("cannot decode stored object; keeping its previous state",
+				"key", ev.Key, "revision", ev.Revision, "err", err)
+			continue
+		}
+		out[i].obj = obj
+	}
+	return out
+}
+
+// applyBatch applies decoded storage events in order, appends them to the
+// window and wakes every waiter once.
+func (c *Cache) applyBatch(batch []decoded) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, d := range batch {
+		if d.ev.Revision <= c.rev {
+			// A driver re-delivering an event would break "no duplicates".
+			c.log.Warn("ignoring storage event at or before the cache's revision",
+				"key", d.ev.Key, "revision", d.ev.Revision, "cacheRevision", c.rev)
+			continue
+		}
+		c.rev = d.ev.Revision
+		switch {
+		case d.ev.Type == storage.EventDelete:
+			c.deleteLocked(d.ev.Key, d.ev.Revision)
+		case d.obj != nil:
+			c.putLocked(d.ev.Key, d.obj, d.ev.Revision, d.ev.Revision)
+		}
+	}
+	c.notifyLocked()
+}
+
+// putLocked stores obj (at storage revision modRev) at key and records an
+// ADDED or MODIFIED event at evRev.
+func (c *Cache) putLocked(key string, obj runtime.Object, modRev, evRev int64) {
+	if e, ok := c.objects[key]; ok {
+		prev := e.obj
+		e.obj, e.modRev = obj, modRev
+		c.pushLocked(event{typ: watch.Modified, key: key, obj: obj, prev: prev, rev: evRev})
+		return
+	}
+	e := &entry{key: key, obj: obj, modRev: modRev}
+	c.objects[key] = e
+	c.sorted.ReplaceOrInsert(e)
+	c.pushLocked(event{typ: watch.Added, key: key, obj: obj, rev: evRev})
+}
+
+// deleteLocked removes key and records a DELETED event at rev whose object is
+// the last state with resourceVersion rev, as Kubernetes sends it.
+func (c *Cache) deleteLocked(key string, rev int64) {
+	e, ok := c.objects[key]
+	if !ok {
+		// Possible only for a key whose value never decoded.
+		return
+	}
+	delete(c.objects, key)
+	c.sorted.Delete(e)
+	tomb := e.obj.DeepCopyObject()
+	if err := setResourceVersion(tomb, rev); err != nil {
+		c.log.Error("cannot set resourceVersion on deleted object", "key", key, "err", err)
+	}
+	c.pushLocked(event{typ: watch.Deleted, key: key, obj: tomb, prev: e.obj, rev: rev})
+}
+
+// pushLocked appends to the window; an evicted event moves the horizon.
+func (c *Cache) pushLocked(ev event) {
+	if old, ok := c.events.push(ev); ok && old.rev > c.horizon {
+		c.horizon = old.rev
+	}
+}
+
+// notifyLocked wakes everyone waiting for the revision to move.
+func (c *Cache) notifyLocked() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// replace makes the cache hold exactly kvs, the whole prefix listed at rev. The
+// first time it just loads them. Later (a re-list after the storage watch lost
+// its history) it publishes the differences as events so watchers keep going:
+// changed and new objects at their ModRevision, in that order, then deletions
+// at rev, the only revision known to follow them. The horizon moves to rev
+// because the window cannot answer for revisions inside the gap.
+func (c *Cache) replace(kvs []decodedKV, rev int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	defer c.notifyLocked()
+	if rev > c.horizon {
+		c.horizon = rev
+	}
+	if !c.loaded {
+		c.loaded = true
+		c.rev = rev
+		for _, kv := range kvs {
+			e := &entry{key: kv.key, obj: kv.obj, modRev: kv.modRev}
+			c.objects[kv.key] = e
+			c.sorted.ReplaceOrInsert(e)
+		}
+		return
+	}
+
+	seen := make(map[string]struct{}, len(kvs))
+	var changed []decodedKV
+	for _, kv := range kvs {
+		seen[kv.key] = struct{}{}
+		if e, ok := c.objects[kv.key]; ok && e.modRev == kv.modRev {
+			continue
+		}
+		changed = append(changed, kv)
+	}
+	var gone []string
+	for key := range c.objects {
+		if _, ok := seen[key]; !ok {
+			gone = append(gone, key)
+		}
+	}
+	sort.Slice(changed, func(i, j int) bool { return changed[i].modRev < changed[j].modRev })
+	sort.Strings(gone)
+
+	last := c.rev
+	for _, kv := range changed {
+		evRev := kv.modRev
+		if evRev <= last {
+			// Cannot happen with a consistent store; keep the window ordered anyway.
+			evRev = rev
+		}
+		c.putLocked(kv.key, kv.obj, kv.modRev, evRev)
+		last = evRev
+	}
+	for _, key := range gone {
+		c.deleteLocked(key, rev)
+	}
+	if rev > c.rev {
+		c.rev = rev
+	}
+}
+
+// decodedKV is one listed key, decoded.
+type decodedKV struct {
+	key    string
+	obj    runtime.Object
+	modRev int64
+}
+
+func setResourceVersion(obj runtime.Object, rev int64) error {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return fmt.Errorf("accessing metadata: %w", err)
+	}
+	acc.SetResourceVersion(strconv.FormatInt(rev, 10))
+	return nil
+}

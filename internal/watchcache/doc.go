@@ -1,0 +1,31 @@
+// Package watchcache keeps every object under a storage prefix in memory,
+// together with a bounded window of the most recent change events, and fans
+// those events out to any number of watchers. The API server serves list, get
+// with resourceVersion=0/unset and every watch from it; in-process controllers
+// subscribe to it directly.
+//
+// Invariants:
+//
+//   - The cache mirrors the store: Run lists the prefix at a revision L, then
+//     watches from L, so the map of current objects is the store's state at
+//     Revision(). Revision() only ever grows.
+//   - The event window holds at most Options.Window events in revision order
+//     (strictly increasing, except that the synthetic deletions of a re-list
+//     share the re-list's revision). Events with revision < OldestRevision() are
+//     gone: a watch from R needs R >= OldestRevision()-1, else ErrTooOld.
+//   - A watcher sees every matching change after its start revision exactly
+//     once, in revision order, with no gaps; it reads the shared window through
+//     its own cursor, so the dispatcher never waits on (or copies for) any
+//     watcher. A watcher whose unread events are evicted from the window is too
+//     slow: its channel closes after the events it already took, and its client
+//     re-watches from the last revision it saw.
+//   - A BOOKMARK at revision R is sent only after every event with revision <= R
+//     that the watcher matches has been sent.
+//   - Objects handed out (Get, List, Event.Object) are shared between all
+//     readers and never mutated after publication: callers must DeepCopy before
+//     changing them. Their metadata.resourceVersion is the storage ModRevision
+//     (the deletion's revision for DELETED events).
+//   - When the storage watch ends the cache re-watches from the last revision it
+//     applied; if that history was compacted away it re-lists and publishes
+//     synthetic events for the differences, so watchers keep running.
+package watchcache

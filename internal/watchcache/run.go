@@ -1,0 +1,157 @@
+package watchcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/storage"
+)
+
+const (
+	// listPageSize bounds one storage List call so a large prefix is read in
+	// pages (all at one revision) instead of one huge allocation.
+	listPageSize = 10_000
+	// maxBatch bounds the storage events applied under one lock acquisition:
+	// batching amortises the lock and the wake-up, the cap keeps readers from
+	// waiting long.
+	maxBatch = 512
+	minBackoff = 100 * time.Millisecond
+	maxBackoff = 5 * time.Second
+)
+
+// Run fills the cache and keeps it in sync until ctx ends: it lists the prefix,
+// watches from the list's revision, re-watches from the last applied revision
+// when the storage watch closes, and re-lists (publishing the differences) when
+// that revision was compacted away. Storage errors are logged and retried with
+// backoff. Run returns nil when ctx ends; watchers are closed then. It may be
+// called once.
+func (c *Cache) Run(ctx context.Context) error {
+	if !c.started.CompareAndSwap(false, true) {
+		return errors.New("watch cache: Run called twice")
+	}
+	defer close(c.done)
+	backoff := minBackoff
+	needList := true
+	for ctx.Err() == nil {
+		if needList {
+			if err := c.list(ctx); err != nil {
+				c.log.Error("listing storage failed; retrying", "err", err, "backoff", backoff)
+				backoff = sleep(ctx, backoff)
+				continue
+			}
+			needList = false
+			backoff = minBackoff
+		}
+		from := c.Revision()
+		ch, err := c.store.Watch(ctx, c.opts.Prefix, from)
+		if errors.Is(err, storage.ErrCompacted) {
+			c.log.Warn("storage history compacted past the cache; re-listing", "revision", from)
+			needList = true
+			continue
+		}
+		if err != nil {
+			c.log.Error("watching storage failed; retrying", "revision", from, "err", err, "backoff", backoff)
+			backoff = sleep(ctx, backoff)
+			continue
+		}
+		if c.consume(ctx, ch) > 0 {
+			backoff = minBackoff
+		} else if ctx.Err() == nil {
+			// A watch that closes at once, repeatedly, must not spin.
+			backoff = sleep(ctx, backoff)
+		}
+		if ctx.Err() == nil {
+			c.log.Info("storage watch ended; re-watching", "revision", c.Revision())
+		}
+	}
+	return nil
+}
+
+// list reads the whole prefix at one revision, page by page, and replaces the
+// cache's content with it.
+func (c *Cache) list(ctx context.Context) error {
+	var (
+		kvs []decodedKV
+		rev int64
+		opt = storage.ListOptions{Limit: listPageSize}
+	)
+	for {
+		page, err := c.store.List(ctx, c.opts.Prefix, opt)
+		if err != nil {
+			return fmt.Errorf("listing %s at revision %d: %w", c.opts.Prefix, opt.Revision, err)
+		}
+		rev = page.Revision
+		for _, kv := range page.KVs {
+			obj, err := c.opts.Decode(kv.Key, kv.Value, kv.ModRevision)
+			if err != nil {
+				c.log.Error("cannot decode stored object; leaving it out of the cache",
+					"key", kv.Key, "revision", kv.ModRevision, "err", err)
+				continue
+			}
+			kvs = append(kvs, decodedKV{key: kv.Key, obj: obj, modRev: kv.ModRevision})
+		}
+		if !page.More || len(page.KVs) == 0 {
+			break
+		}
+		// Later pages read the same revision so the whole list is one snapshot.
+		opt.Revision = rev
+		opt.StartKey = page.KVs[len(page.KVs)-1].Key + "\x00"
+	}
+	c.replace(kvs, rev)
+	select {
+	case <-c.ready:
+	default:
+		close(c.ready)
+	}
+	return nil
+}
+
+// consume applies storage events until ch closes or ctx ends and returns how
+// many it applied. Events already queued are applied together as one batch.
+func (c *Cache) consume(ctx context.Context, ch <-chan storage.Event) int {
+	n := 0
+	batch := make([]storage.Event, 0, maxBatch)
+	for {
+		select {
+		case <-ctx.Done():
+			return n
+		case ev, ok := <-ch:
+			if !ok {
+				return n
+			}
+			batch = append(batch[:0], ev)
+		}
+		open := true
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case ev, ok := <-ch:
+				if !ok {
+					open = false
+					break drain
+				}
+				batch = append(batch, ev)
+			default:
+				break drain
+			}
+		}
+		c.applyBatch(c.decode(batch))
+		n += len(batch)
+		if !open {
+			return n
+		}
+	}
+}
+
+// sleep waits d (or until ctx ends) and returns the next backoff.
+func sleep(ctx context.Context, d time.Duration) time.Duration {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return min(2*d, maxBackoff)
+}
