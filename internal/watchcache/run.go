@@ -16,7 +16,7 @@ const (
 	// maxBatch bounds the storage events applied under one lock acquisition:
 	// batching amortises the lock and the wake-up, the cap keeps readers from
 	// waiting long.
-	maxBatch = 512
+	maxBatch   = 512
 	minBackoff = 100 * time.Millisecond
 	maxBackoff = 5 * time.Second
 )
