@@ -1,0 +1,73 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+)
+
+// Agent is one node's heartbeat agent: Node registration and status, and
+// the node lease. Build it with New and start it with Run.
+type Agent struct {
+	cfg    Config
+	log    *slog.Logger
+	lease  *leaseController
+	status *statusController
+
+	mu      sync.Mutex
+	started bool
+}
+
+// New builds an agent for cfg. client is used for registration; heartbeat
+// for the lease and status writes (give it its own rest.Config with QPS -1
+// and a timeout of cfg.HeartbeatTimeout(), see HeartbeatRESTConfig, so
+// heartbeats are never throttled behind other traffic). Many agents may
+// share the same clients.
+func New(client, heartbeat kubernetes.Interface, cfg Config, clk clock.Clock, log *slog.Logger) (*Agent, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("agent config: %w", err)
+	}
+	if client == nil || heartbeat == nil {
+		return nil, errors.New("agent: client and heartbeat client are required")
+	}
+	if clk == nil {
+		return nil, errors.New("agent: clock is required")
+	}
+	if log == nil {
+		return nil, errors.New("agent: logger is required")
+	}
+	log = log.With("node", cfg.NodeName)
+	return &Agent{
+		cfg:    cfg,
+		log:    log,
+		lease:  newLeaseController(heartbeat, cfg, clk, log),
+		status: newStatusController(client, heartbeat, cfg, clk, log),
+	}, nil
+}
+
+// Run heartbeats until ctx ends, then returns nil once every goroutine it
+// started has stopped. Failures talking to the API server are logged and
+// retried, never returned: a node agent must outlive an API server outage.
+// Run may be called only once.
+func (a *Agent) Run(ctx context.Context) error {
+	a.mu.Lock()
+	if a.started {
+		a.mu.Unlock()
+		return errors.New("agent: Run called twice")
+	}
+	a.started = true
+	a.mu.Unlock()
+
+	a.log.Info("Starting node agent", "version", a.cfg.Version, "registerNode", a.cfg.RegisterNode)
+	var wg sync.WaitGroup
+	wg.Go(func() { a.lease.run(ctx) })
+	wg.Go(func() { a.status.run(ctx) })
+	wg.Wait()
+	a.log.Info("Node agent stopped")
+	return nil
+}

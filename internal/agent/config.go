@@ -1,0 +1,97 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Kubelet defaults (pkg/kubelet/apis/config/v1beta1/defaults.go).
+const (
+	DefaultNodeLeaseDurationSeconds  int32 = 40
+	DefaultNodeStatusUpdateFrequency       = 10 * time.Second
+	DefaultNodeStatusReportFrequency       = 5 * time.Minute
+
+	// renewIntervalFraction is the kubelet's nodeLeaseRenewIntervalFraction:
+	// the lease is renewed four times per lease duration.
+	renewIntervalFraction = 0.25
+)
+
+// Config says which node the agent stands for and how often it reports.
+// The zero value is not usable; start from DefaultConfig.
+type Config struct {
+	// NodeName names the Node, its Lease and the lease holder.
+	NodeName string
+	// LeaseDurationSeconds is written into the lease; renewals happen every
+	// quarter of it.
+	LeaseDurationSeconds int32
+	// NodeStatusUpdateFrequency is how often node status is computed (and
+	// the Ready heartbeat refreshed if a report is due).
+	NodeStatusUpdateFrequency time.Duration
+	// NodeStatusReportFrequency is how often node status is PATCHed when
+	// nothing changed.
+	NodeStatusReportFrequency time.Duration
+	// NodeLabels are added to the Node at registration, besides the
+	// kubernetes.io/hostname, os and arch labels.
+	NodeLabels map[string]string
+	// RegisterNode makes the agent create its Node; when false it only
+	// heartbeats a Node that someone else registered (kubelet --register-node).
+	RegisterNode bool
+	// Version is reported as status.nodeInfo.kubeletVersion.
+	Version string
+	// OnRepeatedHeartbeatFailure, if set, is called when a heartbeat fails
+	// again after a first failure; the command closes the heartbeat client's
+	// idle connections there so a dead HTTP/2 connection is not reused.
+	OnRepeatedHeartbeatFailure func()
+}
+
+// DefaultConfig returns the kubelet's defaults for node name.
+func DefaultConfig(nodeName string) Config {
+	return Config{
+		NodeName:                  nodeName,
+		LeaseDurationSeconds:      DefaultNodeLeaseDurationSeconds,
+		NodeStatusUpdateFrequency: DefaultNodeStatusUpdateFrequency,
+		NodeStatusReportFrequency: DefaultNodeStatusReportFrequency,
+		RegisterNode:              true,
+		Version:                   "leasehold-v0.0.0-dev",
+	}
+}
+
+// Validate reports every problem with c at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.NodeName == "" {
+		errs = append(errs, errors.New("node name is required"))
+	} else if msgs := validation.IsDNS1123Subdomain(c.NodeName); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("node name %q is not a valid DNS-1123 subdomain: %v", c.NodeName, msgs))
+	}
+	if c.LeaseDurationSeconds <= 0 {
+		errs = append(errs, fmt.Errorf("lease duration must be greater than 0 seconds, got %d", c.LeaseDurationSeconds))
+	}
+	if c.NodeStatusUpdateFrequency <= 0 {
+		errs = append(errs, fmt.Errorf("node status update frequency must be positive, got %s", c.NodeStatusUpdateFrequency))
+	}
+	if c.NodeStatusReportFrequency <= 0 {
+		errs = append(errs, fmt.Errorf("node status report frequency must be positive, got %s", c.NodeStatusReportFrequency))
+	}
+	if fieldErrs := metav1validation.ValidateLabels(c.NodeLabels, field.NewPath("nodeLabels")); len(fieldErrs) > 0 {
+		errs = append(errs, fmt.Errorf("invalid node labels: %w", fieldErrs.ToAggregate()))
+	}
+	return errors.Join(errs...)
+}
+
+// RenewInterval is how often the lease is renewed: a quarter of its duration.
+func (c Config) RenewInterval() time.Duration {
+	return time.Duration(float64(time.Duration(c.LeaseDurationSeconds)*time.Second) * renewIntervalFraction)
+}
+
+// HeartbeatTimeout bounds each heartbeat request, as the kubelet's heartbeat
+// client does: min(node status update frequency, lease duration). A request
+// that outlives it would overlap the next heartbeat.
+func (c Config) HeartbeatTimeout() time.Duration {
+	return min(c.NodeStatusUpdateFrequency, time.Duration(c.LeaseDurationSeconds)*time.Second)
+}
