@@ -80,6 +80,11 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 	if err := c.WaitReady(ctx); err != nil {
 		return nil, err
 	}
+	select {
+	case <-c.done:
+		return nil, errStopped
+	default:
+	}
 	if err := c.waitTooNew(ctx, opts.FromRevision); err != nil {
 		return nil, err
 	}
