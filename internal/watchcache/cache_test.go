@@ -36,7 +36,10 @@ func TestListAndGetServeTheListedState(t *testing.T) {
 	}
 	prevKey := ""
 	for _, o := range all {
-		l := o.(interface{ GetNamespace() string; GetName() string })
+		l := o.(interface {
+			GetNamespace() string
+			GetName() string
+		})
 		key := leaseKey(l.GetNamespace(), l.GetName())
 		if key <= prevKey {
 			t.Fatalf("List not in key order: %q after %q", key, prevKey)
