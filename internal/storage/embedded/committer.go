@@ -1,0 +1,294 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/leasehold/leasehold/internal/storage"
+)
+
+type writeOp uint8
+
+const (
+	opCreate writeOp = iota + 1
+	opUpdate
+	opDelete
+)
+
+// writeReq is one write waiting for the committer. done is buffered so the
+// committer never waits for the writer to read its answer.
+type writeReq struct {
+	ctx      context.Context
+	op       writeOp
+	key      string
+	value    []byte
+	expected int64
+	done     chan writeResult
+}
+
+type writeResult struct {
+	rev  int64
+	prev storage.KeyValue
+	err  error
+}
+
+// Create implements storage.Interface.
+func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, error) {
+	res := s.submit(ctx, opCreate, key, value, 0)
+	return res.rev, res.err
+}
+
+// Update implements storage.Interface.
+func (s *Store) Update(ctx context.Context, key string, expectedRevision int64, value []byte) (int64, error) {
+	res := s.submit(ctx, opUpdate, key, value, expectedRevision)
+	return res.rev, res.err
+}
+
+// Delete implements storage.Interface.
+func (s *Store) Delete(ctx context.Context, key string, expectedRevision int64) (storage.KeyValue, int64, error) {
+	res := s.submit(ctx, opDelete, key, nil, expectedRevision)
+	return res.prev, res.rev, res.err
+}
+
+// submit hands a write to the committer and waits for its answer. Once the
+// committer has taken the request the wait is unconditional: the answer comes
+// within one batch, and returning early would leave the caller unsure whether
+// the write happened.
+func (s *Store) submit(ctx context.Context, op writeOp, key string, value []byte, expected int64) writeResult {
+	if err := ctx.Err(); err != nil {
+		return writeResult{err: err}
+	}
+	req := &writeReq{
+		ctx:      ctx,
+		op:       op,
+		key:      key,
+		expected: expected,
+		done:     make(chan writeResult, 1),
+	}
+	if op != opDelete {
+		// The value outlives the call (log, watchers); the caller may reuse
+		// its buffer once we return.
+		req.value = append(make([]byte, 0, len(value)), value...)
+	}
+	select {
+	case s.reqs <- req:
+	case <-s.closing:
+		return writeResult{err: ErrClosed}
+	case <-ctx.Done():
+		return writeResult{err: ctx.Err()}
+	}
+	return <-req.done
+}
+
+// commitLoop is the committer goroutine: it gathers every request already
+// waiting (up to MaxBatch) behind the first one and commits them together.
+func (s *Store) commitLoop() {
+	defer s.goroutines.Done()
+	c := newCommitter(s)
+	batch := make([]*writeReq, 0, s.opts.MaxBatch)
+	for {
+		select {
+		case req := <-s.reqs:
+			batch = append(batch, req)
+		case <-s.closing:
+			return
+		}
+	gather:
+		for len(batch) < s.opts.MaxBatch {
+			select {
+			case req := <-s.reqs:
+				batch = append(batch, req)
+			default:
+				break gather
+			}
+		}
+		c.commit(batch)
+		clear(batch)
+		batch = batch[:0]
+	}
+}
+
+// pendingEntry is a key's state as changed earlier in the batch being built.
+type pendingEntry struct {
+	exists bool
+	indexEntry
+	value []byte
+}
+
+// committer holds the committer goroutine's scratch state, reused between
+// batches.
+type committer struct {
+	s       *Store
+	pending map[string]pendingEntry
+	// broken is set when staging a write into the batch failed; the batch
+	// is then half-built and must not be committed.
+	broken  error
+	results []writeResult
+	events  []storage.Event
+}
+
+func newCommitter(s *Store) *committer {
+	return &committer{s: s, pending: make(map[string]pendingEntry)}
+}
+
+// current returns key's state as of the batch being built.
+func (c *committer) current(key string, needValue bool) (pendingEntry, error) {
+	if p, ok := c.pending[key]; ok {
+		return p, nil
+	}
+	e, ok := c.s.index[key]
+	if !ok {
+		return pendingEntry{}, nil
+	}
+	p := pendingEntry{exists: true, indexEntry: e}
+	if needValue {
+		v, closer, err := c.s.db.Get(valueKey(key))
+		if err != nil {
+			return pendingEntry{}, fmt.Errorf("read current value of %s: %w", key, err)
+		}
+		kv, err := decodeValue(key, v)
+		closer.Close()
+		if err != nil {
+			return pendingEntry{}, err
+		}
+		p.value = kv.Value
+	}
+	return p, nil
+}
+
+// commit checks, writes, syncs, publishes and acknowledges one batch.
+func (c *committer) commit(reqs []*writeReq) {
+	start := time.Now()
+	s := c.s
+	clear(c.pending)
+	c.broken = nil
+	c.results = c.results[:0]
+	// events is handed to watchers, who keep it: never reuse its array.
+	c.events = make([]storage.Event, 0, len(reqs))
+	b := s.db.NewBatch()
+	defer b.Close()
+	rev := s.rev.Load()
+	for _, req := range reqs {
+		res := c.apply(b, req, rev+1)
+		if res.err == nil {
+			rev = res.rev
+		}
+		c.results = append(c.results, res)
+	}
+	if c.broken != nil {
+		c.fail(reqs, c.broken)
+		return
+	}
+	if len(c.events) > 0 {
+		err := b.Set(metaRevision, encodeInt64(rev), nil)
+		if err == nil {
+			err = b.Commit(pebble.Sync)
+		}
+		if err != nil {
+			c.fail(reqs, fmt.Errorf("commit batch of %d writes: %w", len(c.events), err))
+			return
+		}
+		for key, p := range c.pending {
+			if p.exists {
+				s.index[key] = p.indexEntry
+			} else {
+				delete(s.index, key)
+			}
+		}
+		s.publish(rev, c.events)
+		if s.opts.OnCommit != nil {
+			s.opts.OnCommit(len(c.events), time.Since(start))
+		}
+	}
+	for i, req := range reqs {
+		req.done <- c.results[i]
+	}
+}
+
+// fail answers every request that would have been written with err and
+// refuses all later writes: after a failed sync pebble's durable state is
+// unknown, so continuing could acknowledge writes on a lost base.
+func (c *committer) fail(reqs []*writeReq, err error) {
+	c.s.failed = err
+	c.s.opts.Logger.Error("embedded store commit failed; refusing further writes", "err", err)
+	for i, req := range reqs {
+		if c.results[i].err == nil {
+			c.results[i] = writeResult{err: err}
+		}
+		req.done <- c.results[i]
+	}
+}
+
+// apply checks req's precondition against the batch's view and, if it holds,
+// adds the write at revision rev to b.
+func (c *committer) apply(b *pebble.Batch, req *writeReq, rev int64) writeResult {
+	if c.s.failed != nil {
+		return writeResult{err: c.s.failed}
+	}
+	if err := req.ctx.Err(); err != nil {
+		return writeResult{err: err}
+	}
+	cur, err := c.current(req.key, req.op != opCreate)
+	if err != nil {
+		return writeResult{err: err}
+	}
+	rec := logRecord{key: req.key}
+	next := pendingEntry{}
+	switch req.op {
+	case opCreate:
+		if cur.exists {
+			return writeResult{err: fmt.Errorf("create %s: %w", req.key, storage.ErrKeyExists)}
+		}
+		rec.typ, rec.value, rec.createRev = storage.EventPut, req.value, rev
+		next = pendingEntry{exists: true, indexEntry: indexEntry{modRev: rev, createRev: rev}, value: req.value}
+	case opUpdate:
+		if !cur.exists {
+			return writeResult{err: fmt.Errorf("update %s: %w", req.key, storage.ErrNotFound)}
+		}
+		if cur.modRev != req.expected {
+			return writeResult{err: fmt.Errorf("update %s at revision %d, found %d: %w",
+				req.key, req.expected, cur.modRev, storage.ErrConflict)}
+		}
+		rec.typ, rec.value, rec.createRev = storage.EventPut, req.value, cur.createRev
+		next = pendingEntry{exists: true, indexEntry: indexEntry{modRev: rev, createRev: cur.createRev}, value: req.value}
+	case opDelete:
+		if !cur.exists {
+			return writeResult{err: fmt.Errorf("delete %s: %w", req.key, storage.ErrNotFound)}
+		}
+		if req.expected != 0 && cur.modRev != req.expected {
+			return writeResult{err: fmt.Errorf("delete %s at revision %d, found %d: %w",
+				req.key, req.expected, cur.modRev, storage.ErrConflict)}
+		}
+		rec.typ, rec.createRev = storage.EventDelete, cur.createRev
+	default:
+		return writeResult{err: errors.New("unknown write operation")}
+	}
+	if cur.exists {
+		rec.prevModRev, rec.prevValue = cur.modRev, cur.value
+	}
+
+	var werr error
+	if next.exists {
+		werr = b.Set(valueKey(req.key), encodeValue(rev, next.createRev, req.value), nil)
+	} else {
+		werr = b.Delete(valueKey(req.key), nil)
+	}
+	if werr == nil {
+		werr = b.Set(logKey(rev), rec.encode(), nil)
+	}
+	if werr != nil {
+		c.broken = fmt.Errorf("stage write of %s: %w", req.key, werr)
+		return writeResult{err: c.broken}
+	}
+	c.pending[req.key] = next
+	c.events = append(c.events, rec.event(rev))
+	res := writeResult{rev: rev}
+	if req.op == opDelete {
+		res.prev = storage.KeyValue{Key: req.key, Value: cur.value, ModRevision: cur.modRev, CreateRevision: cur.createRev}
+	}
+	return res
+}

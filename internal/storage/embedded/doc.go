@@ -1,0 +1,27 @@
+// Package embedded is Leasehold's default storage driver: a storage.Interface
+// on a local pebble database, durable without any external process.
+//
+// Design and invariants:
+//
+//   - One committer goroutine owns every write. It takes whatever write
+//     requests are waiting, checks each precondition against an in-memory
+//     index (key -> modRevision, createRevision) that only it touches, assigns
+//     consecutive revisions, and writes them all in one pebble batch committed
+//     with pebble.Sync. Concurrent writers therefore share one fsync (group
+//     commit), and a write is acknowledged only after that fsync.
+//   - Each batch also writes the event log (one record per revision, with the
+//     previous value and revision) and the newest revision, so after a crash
+//     Open finds exactly the acknowledged writes and continues the revision
+//     sequence from the newest durable one.
+//   - Reads at an older revision start from the current values and undo the
+//     log records newer than that revision, all inside one pebble snapshot, so
+//     a concurrent commit or compaction never tears a read.
+//   - Watchers replay the log from their revision and then take live events
+//     from the committer; they switch over only once caught up (under the same
+//     lock the committer publishes under), so there is no gap or duplicate.
+//     The committer never blocks on a watcher: one whose buffer is full is
+//     detached and falls back to replaying from the log, and is closed only if
+//     compaction has meanwhile removed the history it needs.
+//   - Compact deletes log records at or below the revision with one pebble
+//     DeleteRange and records the compacted revision in the same batch.
+package embedded

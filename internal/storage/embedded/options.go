@@ -1,0 +1,92 @@
+package embedded
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Options configures a Store. The zero value is usable: it logs nothing and
+// never compacts automatically.
+type Options struct {
+	// Logger receives the driver's and pebble's logs (pebble's routine
+	// messages at Debug). Nil discards them.
+	Logger *slog.Logger
+	// OnCommit, if set, is called by the committer after every durable batch
+	// with the number of writes it held and the time from starting the batch
+	// to the end of its fsync. It runs on the write path: keep it cheap
+	// (update a metric, nothing more).
+	OnCommit func(batchSize int, d time.Duration)
+	// OnCompact, if set, is called after every successful compaction.
+	OnCompact func(revision int64, d time.Duration)
+	// MaxBatch caps the writes committed in one batch (default 1024).
+	MaxBatch int
+	// WatchBuffer is how many committed batches a live watcher may lag behind
+	// before it is detached and made to catch up from the log (default 1024).
+	WatchBuffer int
+	// Compaction enables the automatic background compactor.
+	Compaction CompactionPolicy
+}
+
+// CompactionPolicy says how much history the automatic compactor keeps. When
+// both Keep fields are set, the history that satisfies both (the longer one)
+// is kept.
+type CompactionPolicy struct {
+	// Interval between checks; 0 disables automatic compaction.
+	Interval time.Duration
+	// KeepRevisions keeps at least the newest KeepRevisions revisions.
+	KeepRevisions int64
+	// KeepFor keeps at least the revisions written during the last KeepFor.
+	KeepFor time.Duration
+}
+
+const (
+	defaultMaxBatch    = 1024
+	defaultWatchBuffer = 1024
+)
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MaxBatch < 0 || o.WatchBuffer < 0 {
+		return o, fmt.Errorf("MaxBatch (%d) and WatchBuffer (%d) must not be negative", o.MaxBatch, o.WatchBuffer)
+	}
+	if o.MaxBatch == 0 {
+		o.MaxBatch = defaultMaxBatch
+	}
+	if o.WatchBuffer == 0 {
+		o.WatchBuffer = defaultWatchBuffer
+	}
+	c := o.Compaction
+	if c.Interval < 0 || c.KeepRevisions < 0 || c.KeepFor < 0 {
+		return o, fmt.Errorf("compaction policy %+v has a negative field", c)
+	}
+	if c.Interval > 0 && c.KeepRevisions == 0 && c.KeepFor == 0 {
+		return o, fmt.Errorf("automatic compaction every %s needs KeepRevisions or KeepFor", c.Interval)
+	}
+	return o, nil
+}
+
+// pebbleLogger routes pebble's logs to slog. Pebble logs routine events
+// (flushes, compactions) through Infof, so they go to Debug.
+type pebbleLogger struct{ log *slog.Logger }
+
+var _ pebble.Logger = pebbleLogger{}
+
+func (l pebbleLogger) Infof(format string, args ...any) {
+	l.log.Debug(fmt.Sprintf(format, args...), "component", "pebble")
+}
+
+func (l pebbleLogger) Errorf(format string, args ...any) {
+	l.log.Error(fmt.Sprintf(format, args...), "component", "pebble")
+}
+
+// Fatalf must not return: pebble calls it on unrecoverable corruption.
+func (l pebbleLogger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	l.log.Error(msg, "component", "pebble", "fatal", true)
+	panic("pebble: " + msg)
+}

@@ -1,0 +1,219 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/leasehold/leasehold/internal/storage"
+)
+
+// ErrClosed is returned by every method called after Close.
+var ErrClosed = errors.New("embedded store is closed")
+
+// Store is the embedded storage driver. Create one with Open and stop it with
+// Close.
+type Store struct {
+	db   *pebble.DB
+	opts Options
+
+	// reqs is unbuffered on purpose: a send succeeds only when the committer
+	// takes the request, so after the committer exits no request can be
+	// stranded in a buffer.
+	reqs    chan *writeReq
+	closing chan struct{}
+
+	// lifecycle guards db against use after Close: readers hold it shared,
+	// Close takes it exclusively to set closed.
+	lifecycle sync.RWMutex
+	closed    bool
+	closeOnce sync.Once
+	closeErr  error
+
+	// goroutines tracks the committer, the compactor and every watcher.
+	goroutines sync.WaitGroup
+
+	// index is owned by the committer goroutine (and by Open before it starts).
+	index map[string]indexEntry
+	// failed is set by the committer when a commit fails; later writes
+	// return it, since the durable state is then unknown. Committer-owned.
+	failed error
+
+	// mu orders publishing a batch (rev, watchers) against a watcher's switch
+	// from replay to live events.
+	mu       sync.Mutex
+	watchers map[*watcher]chan []storage.Event
+	// rev is the newest acknowledged revision; written under mu, read freely.
+	rev       atomic.Int64
+	compacted atomic.Int64
+	// compactMu serialises compactions.
+	compactMu sync.Mutex
+}
+
+type indexEntry struct {
+	modRev, createRev int64
+}
+
+var _ storage.Interface = (*Store)(nil)
+
+// Open opens (creating if needed) the store in dir, rebuilds its index from
+// disk and starts its goroutines.
+func Open(dir string, opts Options) (*Store, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("embedded store options: %w", err)
+	}
+	db, err := pebble.Open(dir, &pebble.Options{
+		Logger:             pebbleLogger{log: opts.Logger},
+		FormatMajorVersion: pebble.FormatNewest,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open pebble in %s: %w", dir, err)
+	}
+	s := &Store{
+		db:       db,
+		opts:     opts,
+		reqs:     make(chan *writeReq),
+		closing:  make(chan struct{}),
+		index:    make(map[string]indexEntry),
+		watchers: make(map[*watcher]chan []storage.Event),
+	}
+	if err := s.load(); err != nil {
+		return nil, errors.Join(fmt.Errorf("load embedded store in %s: %w", dir, err), db.Close())
+	}
+	opts.Logger.Info("embedded store opened", "dir", dir, "revision", s.rev.Load(),
+		"compacted", s.compacted.Load(), "keys", len(s.index))
+	s.goroutines.Add(1)
+	go s.commitLoop()
+	if opts.Compaction.Interval > 0 {
+		s.goroutines.Add(1)
+		go s.compactLoop()
+	}
+	return s, nil
+}
+
+// load reads the meta keys and rebuilds the index from the current values.
+func (s *Store) load() error {
+	rev, err := readMeta(s.db, metaRevision)
+	if err != nil {
+		return err
+	}
+	compacted, err := readMeta(s.db, metaCompacted)
+	if err != nil {
+		return err
+	}
+	s.rev.Store(rev)
+	s.compacted.Store(compacted)
+
+	lower, upper := valueRange("")
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return fmt.Errorf("iterate values: %w", err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		v := it.Value()
+		if len(v) < 16 {
+			return errors.Join(fmt.Errorf("value of %q: %w", it.Key()[1:], errCorrupt), it.Close())
+		}
+		kv, err := decodeValue("", v[:16])
+		if err != nil {
+			return errors.Join(err, it.Close())
+		}
+		if kv.ModRevision > rev {
+			return errors.Join(fmt.Errorf("key %q at revision %d is newer than the store's %d: %w",
+				it.Key()[1:], kv.ModRevision, rev, errCorrupt), it.Close())
+		}
+		s.index[string(it.Key()[1:])] = indexEntry{modRev: kv.ModRevision, createRev: kv.CreateRevision}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("iterate values: %w", err)
+	}
+	return nil
+}
+
+// readMeta reads a meta int64 from the DB or a snapshot (0 when unset).
+func readMeta(r pebble.Reader, key []byte) (int64, error) {
+	v, closer, err := r.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read meta %q: %w", key, err)
+	}
+	defer closer.Close()
+	n, err := decodeInt64(v)
+	if err != nil {
+		return 0, fmt.Errorf("meta %q: %w", key, err)
+	}
+	return n, nil
+}
+
+// acquire lets a reader use db until release; it fails after Close.
+func (s *Store) acquire() error {
+	s.lifecycle.RLock()
+	if s.closed {
+		s.lifecycle.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+func (s *Store) release() { s.lifecycle.RUnlock() }
+
+// Get implements storage.Interface.
+func (s *Store) Get(ctx context.Context, key string) (storage.KeyValue, error) {
+	if err := ctx.Err(); err != nil {
+		return storage.KeyValue{}, err
+	}
+	if err := s.acquire(); err != nil {
+		return storage.KeyValue{}, err
+	}
+	defer s.release()
+	v, closer, err := s.db.Get(valueKey(key))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return storage.KeyValue{}, fmt.Errorf("get %s: %w", key, storage.ErrNotFound)
+	}
+	if err != nil {
+		return storage.KeyValue{}, fmt.Errorf("get %s: %w", key, err)
+	}
+	defer closer.Close()
+	return decodeValue(key, v)
+}
+
+// CurrentRevision implements storage.Interface.
+func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	return s.rev.Load(), nil
+}
+
+// CompactedRevision implements storage.Interface.
+func (s *Store) CompactedRevision(ctx context.Context) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	return s.compacted.Load(), nil
+}
+
+// Close implements storage.Interface: writes already taken by the committer
+// finish, later ones fail with ErrClosed, watch channels close, and pebble is
+// closed once nothing uses it.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.closing)
+		s.lifecycle.Lock()
+		s.closed = true
+		s.lifecycle.Unlock()
+		s.goroutines.Wait()
+		if err := s.db.Close(); err != nil {
+			s.closeErr = fmt.Errorf("close pebble: %w", err)
+		}
+		s.opts.Logger.Info("embedded store closed", "revision", s.rev.Load())
+	})
+	return s.closeErr
+}

@@ -1,0 +1,211 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/leasehold/leasehold/internal/storage"
+)
+
+// watchOutBuffer smooths delivery to the caller; the real buffering against
+// a slow caller is the live channel (Options.WatchBuffer batches).
+const watchOutBuffer = 64
+
+// watcher identifies one Watch call in Store.watchers.
+type watcher struct {
+	prefix string
+}
+
+// Watch implements storage.Interface. The returned events' byte slices are
+// shared between watchers: callers must not modify them.
+func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64) (<-chan storage.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if fromRevision < 0 {
+		return nil, fmt.Errorf("watch %s from negative revision %d", prefix, fromRevision)
+	}
+	if err := s.acquire(); err != nil {
+		return nil, err
+	}
+	if c := s.compacted.Load(); fromRevision < c {
+		s.release()
+		return nil, fmt.Errorf("watch %s from revision %d, compacted at %d: %w", prefix, fromRevision, c, storage.ErrCompacted)
+	}
+	// Added while holding lifecycle, so Close's Wait cannot have started.
+	s.goroutines.Add(1)
+	s.release()
+	out := make(chan storage.Event, watchOutBuffer)
+	go s.runWatcher(ctx, &watcher{prefix: prefix}, fromRevision, out)
+	return out, nil
+}
+
+// runWatcher alternates between two phases until ctx ends or the store
+// closes: replay from the log until caught up with the committer, then take
+// live batches from it. last is the newest revision already examined, so
+// whichever phase runs next resumes exactly after it.
+func (s *Store) runWatcher(ctx context.Context, w *watcher, last int64, out chan<- storage.Event) {
+	defer s.goroutines.Done()
+	defer close(out)
+	log := s.opts.Logger.With("prefix", w.prefix)
+	for {
+		var err error
+		last, err = s.replay(ctx, w.prefix, last, out)
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, ErrClosed) {
+				log.Warn("watch ended during replay; the caller must re-watch", "revision", last, "err", err)
+			}
+			return
+		}
+		live, ok := s.goLive(w, last)
+		if !ok {
+			continue // the committer moved on while we replayed
+		}
+		var stop bool
+		last, stop = s.follow(ctx, w, live, last, out)
+		if stop {
+			s.detach(w)
+			return
+		}
+		log.Debug("watcher fell behind; catching up from the log", "revision", last)
+	}
+}
+
+// goLive registers w for live batches if no batch after last has been
+// published yet. Checking and registering under mu, which publish holds, is
+// what makes the switch gapless.
+func (s *Store) goLive(w *watcher, last int64) (chan []storage.Event, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rev.Load() > last {
+		return nil, false
+	}
+	live := make(chan []storage.Event, s.opts.WatchBuffer)
+	s.watchers[w] = live
+	return live, true
+}
+
+func (s *Store) detach(w *watcher) {
+	s.mu.Lock()
+	delete(s.watchers, w)
+	s.mu.Unlock()
+}
+
+// follow delivers live batches until live is closed by publish (the watcher
+// overflowed: stop=false, go back to replay) or the watch ends (stop=true).
+func (s *Store) follow(ctx context.Context, w *watcher, live <-chan []storage.Event, last int64, out chan<- storage.Event) (int64, bool) {
+	for {
+		select {
+		case batch, ok := <-live:
+			if !ok {
+				return last, false
+			}
+			for _, ev := range batch {
+				// A batch committed while we replayed can overlap the replay.
+				if ev.Revision <= last {
+					continue
+				}
+				if strings.HasPrefix(ev.Key, w.prefix) {
+					select {
+					case out <- ev:
+					case <-ctx.Done():
+						return last, true
+					case <-s.closing:
+						return last, true
+					}
+				}
+				last = ev.Revision
+			}
+		case <-ctx.Done():
+			return last, true
+		case <-s.closing:
+			return last, true
+		}
+	}
+}
+
+// publish makes rev the acknowledged revision and hands the batch's events
+// to every live watcher without ever blocking: a watcher whose buffer is
+// full is detached (its channel closed) and catches up from the log.
+func (s *Store) publish(rev int64, events []storage.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rev.Store(rev)
+	for w, live := range s.watchers {
+		select {
+		case live <- events:
+		default:
+			delete(s.watchers, w)
+			close(live)
+		}
+	}
+}
+
+// replay sends the logged events under prefix with revisions after `after`,
+// up to the newest durable revision, and returns that revision. It reads one
+// pebble snapshot, so a concurrent compaction either happened entirely before
+// (ErrCompacted) or not at all.
+func (s *Store) replay(ctx context.Context, prefix string, after int64, out chan<- storage.Event) (int64, error) {
+	if err := s.acquire(); err != nil {
+		return after, err
+	}
+	snap := s.db.NewSnapshot()
+	s.release()
+	defer snap.Close()
+
+	compacted, err := readMeta(snap, metaCompacted)
+	if err != nil {
+		return after, err
+	}
+	if after < compacted {
+		return after, fmt.Errorf("replay from %d, compacted at %d: %w", after, compacted, storage.ErrCompacted)
+	}
+	head, err := readMeta(snap, metaRevision)
+	if err != nil {
+		return after, err
+	}
+	if head <= after {
+		return after, nil
+	}
+	it, err := snap.NewIter(&pebble.IterOptions{LowerBound: logKey(after + 1), UpperBound: logKey(head + 1)})
+	if err != nil {
+		return after, fmt.Errorf("iterate log: %w", err)
+	}
+	defer it.Close()
+	next := after + 1
+	for ok := it.First(); ok; ok = it.Next() {
+		rev, err := decodeLogKey(it.Key())
+		if err != nil {
+			return after, err
+		}
+		if rev != next {
+			return after, fmt.Errorf("log jumps from %d to %d: %w", next-1, rev, errCorrupt)
+		}
+		rec, err := decodeLogRecord(it.Value())
+		if err != nil {
+			return after, fmt.Errorf("log revision %d: %w", rev, err)
+		}
+		if strings.HasPrefix(rec.key, prefix) {
+			select {
+			case out <- rec.event(rev):
+			case <-ctx.Done():
+				return after, ctx.Err()
+			case <-s.closing:
+				return after, ErrClosed
+			}
+		}
+		after = rev
+		next++
+	}
+	if err := it.Error(); err != nil {
+		return after, fmt.Errorf("iterate log: %w", err)
+	}
+	if after != head {
+		return after, fmt.Errorf("log ends at %d, store at %d: %w", after, head, errCorrupt)
+	}
+	return after, nil
+}
