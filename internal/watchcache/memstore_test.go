@@ -234,19 +234,6 @@ func (s *memStore) allowWatches() {
 	s.mu.Unlock()
 }
 
-// events returns the history of writes under prefix after rev.
-func (s *memStore) events(prefix string, after int64) []storage.Event {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []storage.Event
-	for _, ev := range s.history {
-		if ev.Revision > after && strings.HasPrefix(ev.Key, prefix) {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
 func (s *memStore) CurrentRevision(context.Context) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

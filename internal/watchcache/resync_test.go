@@ -27,7 +27,7 @@ func TestRewatchAfterStorageWatchEnds(t *testing.T) {
 	if err := c.WaitForRevision(testCtx(t), last); err != nil {
 		t.Fatal(err)
 	}
-	expectHistory(t, w, s.events(leasePrefix, start))
+	expectHistory(t, w, history(t, s, leasePrefix, start))
 }
 
 func TestRelistAfterCompactionPublishesDifferences(t *testing.T) {

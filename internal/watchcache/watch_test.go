@@ -47,7 +47,10 @@ func expectHistory(t *testing.T, w *Watcher, want []storage.Event) {
 }
 
 func TestWatchDeliversEveryChangeInOrderUnderConcurrentWriters(t *testing.T) {
-	s := newStoreT(t)
+	onEachBackend(t, testWatchDeliversEveryChangeInOrderUnderConcurrentWriters)
+}
+
+func testWatchDeliversEveryChangeInOrderUnderConcurrentWriters(t *testing.T, s storage.Interface) {
 	create(t, s, "ns0", "seed", "h", nil)
 	c := startCache(t, s, Options{WatcherBuffer: 8})
 	start := c.Revision()
@@ -86,14 +89,17 @@ func TestWatchDeliversEveryChangeInOrderUnderConcurrentWriters(t *testing.T) {
 	mid := mustWatch(t, c, WatchOptions{FromRevision: midRev})
 	ns1 := mustWatch(t, c, WatchOptions{FromRevision: start, Prefix: leasePrefix + "ns1/"})
 
-	expectHistory(t, fromStart, s.events(leasePrefix, start))
-	expectHistory(t, fromNow, s.events(leasePrefix, start))
-	expectHistory(t, mid, s.events(leasePrefix, midRev))
-	expectHistory(t, ns1, s.events(leasePrefix+"ns1/", start))
+	expectHistory(t, fromStart, history(t, s, leasePrefix, start))
+	expectHistory(t, fromNow, history(t, s, leasePrefix, start))
+	expectHistory(t, mid, history(t, s, leasePrefix, midRev))
+	expectHistory(t, ns1, history(t, s, leasePrefix+"ns1/", start))
 }
 
 func TestWatchTooOldAndOldestRevision(t *testing.T) {
-	s := newStoreT(t)
+	onEachBackend(t, testWatchTooOldAndOldestRevision)
+}
+
+func testWatchTooOldAndOldestRevision(t *testing.T, s storage.Interface) {
 	c := startCache(t, s, Options{Window: 10})
 	listRev := c.Revision()
 	if got := c.OldestRevision(); got != listRev+1 {
@@ -123,11 +129,14 @@ func TestWatchTooOldAndOldestRevision(t *testing.T) {
 
 	// The oldest startable revision still replays the whole window.
 	w := mustWatch(t, c, WatchOptions{FromRevision: revs[14]})
-	expectHistory(t, w, s.events(leasePrefix, revs[14]))
+	expectHistory(t, w, history(t, s, leasePrefix, revs[14]))
 }
 
 func TestWatchTooNew(t *testing.T) {
-	s := newStoreT(t)
+	onEachBackend(t, testWatchTooNew)
+}
+
+func testWatchTooNew(t *testing.T, s storage.Interface) {
 	c := startCache(t, s, Options{TooNewWait: 100 * time.Millisecond})
 	cur := c.Revision()
 
@@ -165,7 +174,10 @@ func TestWatchTooNew(t *testing.T) {
 }
 
 func TestWatchInitialState(t *testing.T) {
-	s := newStoreT(t)
+	onEachBackend(t, testWatchInitialState)
+}
+
+func testWatchInitialState(t *testing.T, s storage.Interface) {
 	for _, name := range []string{"c", "a", "b"} {
 		create(t, s, "ns", name, "h-"+name, nil)
 	}
@@ -207,7 +219,10 @@ func TestWatchInitialState(t *testing.T) {
 }
 
 func TestWatchPredicateTransitions(t *testing.T) {
-	s := newStoreT(t)
+	onEachBackend(t, testWatchPredicateTransitions)
+}
+
+func testWatchPredicateTransitions(t *testing.T, s storage.Interface) {
 	c := startCache(t, s, Options{})
 	hot := map[string]string{"tier": "hot"}
 	cold := map[string]string{"tier": "cold"}
@@ -241,7 +256,10 @@ func TestWatchPredicateTransitions(t *testing.T) {
 }
 
 func TestSlowWatcherIsClosedWhileOthersContinue(t *testing.T) {
-	s := newStoreT(t)
+	onEachBackend(t, testSlowWatcherIsClosedWhileOthersContinue)
+}
+
+func testSlowWatcherIsClosedWhileOthersContinue(t *testing.T, s storage.Interface) {
 	create(t, s, "a", "x", "h", nil)
 	var mu sync.Mutex
 	var counts []int
@@ -286,7 +304,10 @@ func TestSlowWatcherIsClosedWhileOthersContinue(t *testing.T) {
 }
 
 func TestBookmarksFollowTheEventsTheyCover(t *testing.T) {
-	s := newStoreT(t)
+	onEachBackend(t, testBookmarksFollowTheEventsTheyCover)
+}
+
+func testBookmarksFollowTheEventsTheyCover(t *testing.T, s storage.Interface) {
 	c := startCache(t, s, Options{BookmarkInterval: 20 * time.Millisecond})
 	withBM := mustWatch(t, c, WatchOptions{Bookmarks: true})
 	without := mustWatch(t, c, WatchOptions{})
