@@ -1,0 +1,156 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/leasehold/leasehold/internal/bench"
+)
+
+// benchFlags are the flags every bench mode shares.
+type benchFlags struct {
+	kubeconfig     string
+	kubeContext    string
+	namespace      string
+	duration       time.Duration
+	clients        int
+	connections    int
+	contentType    string
+	serverPID      int
+	output         string
+	requestTimeout time.Duration
+}
+
+func (f *benchFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "path to the kubeconfig of the server to load (default: $KUBECONFIG or ~/.kube/config)")
+	fl.StringVar(&f.kubeContext, "context", "", "kubeconfig context to use (default: the current context)")
+	fl.StringVar(&f.namespace, "namespace", "bench", "namespace of the benchmark's leases (created if missing)")
+	fl.DurationVar(&f.duration, "duration", 30*time.Second, "length of the measured period, after setup")
+	fl.IntVar(&f.clients, "clients", 64, "number of concurrent clients")
+	fl.IntVar(&f.connections, "connections", 4, "number of HTTP connections (separate transports) the clients share")
+	fl.StringVar(&f.contentType, "content-type", bench.ContentTypeProtobuf, "request and response encoding: json or protobuf")
+	fl.IntVar(&f.serverPID, "server-pid", 0, "PID of a local server process whose CPU time and peak RSS to report")
+	fl.StringVar(&f.output, "output", "text", "final result format: text or json")
+	fl.DurationVar(&f.requestTimeout, "request-timeout", bench.DefaultRequestTimeout, "timeout of each request")
+}
+
+// config turns the shared flags into a bench.Config and a client set; the
+// caller closes the clients.
+func (f *benchFlags) config(cmd *cobra.Command) (bench.Config, *bench.Clients, error) {
+	if f.output != "text" && f.output != "json" {
+		return bench.Config{}, nil, fmt.Errorf("--output %q: want text or json", f.output)
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = f.kubeconfig
+	restCfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+		&clientcmd.ConfigOverrides{CurrentContext: f.kubeContext}).ClientConfig()
+	if err != nil {
+		return bench.Config{}, nil, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	clients, err := bench.NewClients(restCfg, f.contentType, f.connections)
+	if err != nil {
+		return bench.Config{}, nil, err
+	}
+	cfg := bench.Config{
+		Namespace:      f.namespace,
+		Duration:       f.duration,
+		Clients:        f.clients,
+		RequestTimeout: f.requestTimeout,
+		ServerPID:      f.serverPID,
+		Progress:       cmd.ErrOrStderr(),
+		Logger:         slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)),
+	}
+	return cfg, clients, nil
+}
+
+// print writes the final result to standard output.
+func (f *benchFlags) print(cmd *cobra.Command, res bench.Result) error {
+	if f.output == "json" {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			return fmt.Errorf("writing result: %w", err)
+		}
+		return nil
+	}
+	_, err := fmt.Fprintln(cmd.OutOrStdout(), res.String())
+	return err
+}
+
+func newBenchCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Load generator: lease renewals against any Kubernetes-compatible server",
+		Long: `bench renews leases through client-go as kubelets do (an update of the cached
+lease with its resourceVersion; on conflict a GET and a retry) and reports
+throughput, latency percentiles, errors by kind and, with --server-pid, the
+server's CPU time and peak RSS. A progress line goes to standard error every
+second and the final result to standard output.`,
+	}
+	cmd.AddCommand(newBenchMaxCmd(), newBenchRateCmd())
+	return cmd
+}
+
+func newBenchMaxCmd() *cobra.Command {
+	var (
+		flags  benchFlags
+		leases int
+	)
+	cmd := &cobra.Command{
+		Use:   "max",
+		Short: "Renew leases back to back with a fixed number of clients: peak throughput",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, clients, err := flags.config(cmd)
+			if err != nil {
+				return err
+			}
+			defer clients.Close()
+			cfg.Leases = leases
+			res, err := bench.RunMax(cmd.Context(), cfg, clients.Factory())
+			if err != nil {
+				return err
+			}
+			return flags.print(cmd, res)
+		},
+	}
+	flags.register(cmd)
+	cmd.Flags().IntVar(&leases, "leases", 1000, "number of leases, partitioned among the clients")
+	return cmd
+}
+
+func newBenchRateCmd() *cobra.Command {
+	var (
+		flags    benchFlags
+		nodes    int
+		interval time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "rate",
+		Short: "Simulate nodes each renewing its lease once per interval: latency at a fixed load",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, clients, err := flags.config(cmd)
+			if err != nil {
+				return err
+			}
+			defer clients.Close()
+			cfg.Nodes, cfg.Interval = nodes, interval
+			res, err := bench.RunRate(cmd.Context(), cfg, clients.Factory())
+			if err != nil {
+				return err
+			}
+			return flags.print(cmd, res)
+		},
+	}
+	flags.register(cmd)
+	cmd.Flags().IntVar(&nodes, "nodes", 10000, "number of simulated nodes, one lease each")
+	cmd.Flags().DurationVar(&interval, "interval", 10*time.Second, "how often each node renews")
+	return cmd
+}

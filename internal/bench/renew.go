@@ -1,0 +1,94 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// maxRenewAttempts bounds the updates one renewal makes when it keeps
+// meeting conflicts, as the kubelet's lease controller does (5 tries).
+const maxRenewAttempts = 5
+
+// renewer carries out renewals the kubelet way: update the cached lease with
+// a fresh renewTime, keeping the resourceVersion of the last response, with
+// no GET first. A 409 means another writer got in between: read the lease
+// and try again. A 404 means the lease is gone: create it again.
+type renewer struct {
+	cfg Config
+	rec *Recorder
+}
+
+// renew renews the slot's lease and reports the result to the recorder. It
+// returns false when the renewal failed for a reason other than a conflict,
+// so that a caller renewing back to back can back off instead of spinning
+// against a server that is down. Errors seen after ctx is cancelled are not
+// the server's and are not counted.
+func (r *renewer) renew(ctx context.Context, client kubernetes.Interface, slot *leaseSlot) bool {
+	for range maxRenewAttempts {
+		slot.lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+		err := r.update(ctx, client, slot)
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return true
+		}
+		r.failed(slot, "update", err)
+		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			return false
+		}
+		if err := r.refresh(ctx, client, slot); err != nil {
+			if ctx.Err() == nil {
+				r.failed(slot, "refresh", err)
+			}
+			return false
+		}
+	}
+	return true
+}
+
+// update sends one update and records its latency when it succeeds.
+func (r *renewer) update(ctx context.Context, client kubernetes.Interface, slot *leaseSlot) error {
+	rctx, cancel := context.WithTimeout(ctx, r.cfg.RequestTimeout)
+	defer cancel()
+	start := time.Now()
+	out, err := client.CoordinationV1().Leases(r.cfg.Namespace).Update(rctx, slot.lease, metav1.UpdateOptions{})
+	took := time.Since(start)
+	if err != nil {
+		return err
+	}
+	r.rec.Success(took)
+	slot.lease = out
+	return nil
+}
+
+// refresh replaces the slot's cached lease with the server's, recreating the
+// lease if it has been deleted.
+func (r *renewer) refresh(ctx context.Context, client kubernetes.Interface, slot *leaseSlot) error {
+	rctx, cancel := context.WithTimeout(ctx, r.cfg.RequestTimeout)
+	defer cancel()
+	leases := client.CoordinationV1().Leases(r.cfg.Namespace)
+	current, err := leases.Get(rctx, slot.name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		current, err = leases.Create(rctx, newLease(r.cfg.Namespace, slot.name, slot.holder, r.cfg.LeaseDurationSeconds, time.Now()), metav1.CreateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("refreshing lease %s/%s: %w", r.cfg.Namespace, slot.name, err)
+	}
+	slot.lease = current
+	return nil
+}
+
+// failed counts a failure and logs the first one of each kind with its
+// message: the counts say how often, the log line says why.
+func (r *renewer) failed(slot *leaseSlot, op string, err error) {
+	kind := ErrorKind(err)
+	if r.rec.Failure(kind) {
+		r.cfg.Logger.Warn("first error of its kind", "kind", kind, "op", op, "lease", slot.name, "err", err)
+	}
+}

@@ -1,0 +1,117 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// leaseSlot is one lease and the last object the server returned for it.
+// Exactly one goroutine works on a slot at a time (max mode partitions the
+// slots; rate mode claims a slot with busy), so lease needs no lock.
+type leaseSlot struct {
+	name   string
+	holder string
+	lease  *coordinationv1.Lease
+	busy   atomic.Bool // rate mode: a renewal of this slot is in flight
+}
+
+// ensureNamespace creates the namespace unless it exists.
+func ensureNamespace(ctx context.Context, client kubernetes.Interface, name string, timeout time.Duration) error {
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	_, err := client.CoreV1().Namespaces().Create(rctx, ns, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %q: %w", name, err)
+	}
+	return nil
+}
+
+// newLease is the object a slot starts with: held by its holder, as a
+// kubelet's lease is.
+func newLease(namespace, name, holder string, durationSeconds int32, now time.Time) *coordinationv1.Lease {
+	t := metav1.NewMicroTime(now)
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity:       &holder,
+			LeaseDurationSeconds: &durationSeconds,
+			AcquireTime:          &t,
+			RenewTime:            &t,
+		},
+	}
+}
+
+// ensureLeases creates every slot's lease, or reads it if it already exists,
+// so that each slot holds the server's current object. Worker w of clients
+// handles slots w, w+len(clients), ...; the first error stops the rest.
+func ensureLeases(ctx context.Context, cfg Config, clients []kubernetes.Interface, slots []*leaseSlot) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	for w, client := range clients {
+		wg.Go(func() {
+			for i := w; i < len(slots) && ctx.Err() == nil; i += len(clients) {
+				if err := ensureLease(ctx, cfg, client, slots[i]); err != nil {
+					errOnce.Do(func() { firstErr = err; cancel() })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	return ctx.Err()
+}
+
+func ensureLease(ctx context.Context, cfg Config, client kubernetes.Interface, slot *leaseSlot) error {
+	leases := client.CoordinationV1().Leases(cfg.Namespace)
+	rctx, cancel := context.WithTimeout(ctx, cfg.RequestTimeout)
+	defer cancel()
+	created, err := leases.Create(rctx, newLease(cfg.Namespace, slot.name, slot.holder, cfg.LeaseDurationSeconds, time.Now()), metav1.CreateOptions{})
+	if err == nil {
+		slot.lease = created
+		return nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating lease %s/%s: %w", cfg.Namespace, slot.name, err)
+	}
+	existing, err := leases.Get(rctx, slot.name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading existing lease %s/%s: %w", cfg.Namespace, slot.name, err)
+	}
+	slot.lease = existing
+	return nil
+}
+
+// clientsFor asks the factory for every worker's clientset.
+func clientsFor(factory ClientFactory, n int) ([]kubernetes.Interface, error) {
+	if factory == nil {
+		return nil, errors.New("no client factory")
+	}
+	clients := make([]kubernetes.Interface, n)
+	for i := range clients {
+		c, err := factory(i)
+		if err != nil {
+			return nil, fmt.Errorf("client for worker %d: %w", i, err)
+		}
+		clients[i] = c
+	}
+	return clients, nil
+}
