@@ -1,0 +1,195 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metavalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/leasehold/leasehold/internal/registry"
+	"github.com/leasehold/leasehold/internal/storage"
+)
+
+// writeOptions are the query parameters every write takes.
+type writeOptions struct {
+	dryRun          bool
+	fieldManager    string
+	fieldValidation fieldValidation
+	// managedFieldsDone is set by server-side apply, which computes
+	// managedFields itself.
+	managedFieldsDone bool
+}
+
+func parseWriteOptions(r *http.Request) (writeOptions, error) {
+	q := r.URL.Query()
+	o := writeOptions{fieldManager: q.Get("fieldManager")}
+	for _, d := range q["dryRun"] {
+		if d != "All" {
+			return o, apierrors.NewBadRequest(fmt.Sprintf("unsupported dryRun value %q: only All is supported", d))
+		}
+		o.dryRun = true
+	}
+	var err error
+	o.fieldValidation, err = parseFieldValidation(r)
+	if o.fieldManager == "" {
+		o.fieldManager = managerFromUserAgent(r.UserAgent())
+	}
+	if len(o.fieldManager) > 128 {
+		return o, apierrors.NewBadRequest("fieldManager: Too long: may not be more than 128 bytes")
+	}
+	return o, err
+}
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
+	n, ok := s.negotiate(r.Header.Get("Accept"), false)
+	if !ok {
+		return notAcceptable(s)
+	}
+	wo, err := parseWriteOptions(r)
+	if err != nil {
+		return err
+	}
+	si, err := s.requestSerializer(r.Header.Get("Content-Type"))
+	if err != nil {
+		return err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	obj, warnings, err := s.decodeObject(res, si, body, wo.fieldValidation)
+	if err != nil {
+		return err
+	}
+	created, err := s.createObject(r.Context(), res, info.namespace, obj, wo)
+	if err != nil {
+		return err
+	}
+	writeWarnings(w, warnings)
+	out, err := s.transform(res, n, created, false, false)
+	if err != nil {
+		return err
+	}
+	s.writeObject(w, http.StatusCreated, n, out)
+	return nil
+}
+
+// createObject validates, prepares and stores a new object; obj is owned by
+// the caller and is modified.
+func (s *Server) createObject(ctx context.Context, res *registry.Resource, namespace string, obj runtime.Object, wo writeOptions) (runtime.Object, error) {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkNamespaceMatch(res, acc, namespace); err != nil {
+		return nil, err
+	}
+	if len(acc.GetName()) == 0 && len(acc.GetGenerateName()) > 0 {
+		acc.SetName(acc.GetGenerateName() + utilrand.String(5))
+	}
+	if res.Namespaced {
+		if err := s.namespaceExists(ctx, namespace); err != nil {
+			return nil, err
+		}
+	}
+	// Server-owned metadata.
+	acc.SetUID(types.UID(uuid.NewUUID()))
+	acc.SetCreationTimestamp(metav1.NewTime(s.now().Truncate(1e9)))
+	acc.SetResourceVersion("")
+	acc.SetDeletionTimestamp(nil)
+	acc.SetDeletionGracePeriodSeconds(nil)
+	acc.SetSelfLink("")
+	if res.PrepareForCreate != nil {
+		res.PrepareForCreate(obj)
+	}
+	if errs := validateCreate(res, obj); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(kindFor(res), acc.GetName(), errs)
+	}
+	if !wo.managedFieldsDone {
+		if obj, err = s.updateManagedFields(res, "", nil, obj, wo.fieldManager); err != nil {
+			return nil, err
+		}
+		if acc, err = meta.Accessor(obj); err != nil {
+			return nil, err
+		}
+	}
+	key := res.Key(acc.GetNamespace(), acc.GetName())
+	value, err := s.encodeForStorage(obj)
+	if err != nil {
+		return nil, err
+	}
+	if wo.dryRun {
+		if existing, _ := s.getCurrent(ctx, key, -1); existing != nil {
+			return nil, apierrors.NewAlreadyExists(res.GroupResource(), acc.GetName())
+		}
+		return obj, nil
+	}
+	rev, err := s.cfg.Store.Create(ctx, key, value)
+	if err != nil {
+		if errors.Is(err, storage.ErrKeyExists) {
+			return nil, apierrors.NewAlreadyExists(res.GroupResource(), acc.GetName())
+		}
+		return nil, fmt.Errorf("creating %s: %w", key, err)
+	}
+	acc.SetResourceVersion(strconv.FormatInt(rev, 10))
+	return obj, nil
+}
+
+func validateCreate(res *registry.Resource, obj runtime.Object) field.ErrorList {
+	om, err := objectMeta(obj)
+	if err != nil {
+		return field.ErrorList{field.InternalError(field.NewPath("metadata"), err)}
+	}
+	errs := metavalidation.ValidateObjectMeta(om, res.Namespaced, metavalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	if res.ValidateCreate != nil {
+		errs = append(errs, res.ValidateCreate(obj)...)
+	}
+	return errs
+}
+
+// checkNamespaceMatch defaults the object's namespace from the URL and
+// rejects a mismatch, with kube-apiserver's message.
+func checkNamespaceMatch(res *registry.Resource, acc metav1.Object, namespace string) error {
+	if !res.Namespaced {
+		acc.SetNamespace("")
+		return nil
+	}
+	switch ns := acc.GetNamespace(); {
+	case ns == "":
+		acc.SetNamespace(namespace)
+	case ns != namespace:
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	return nil
+}
+
+// namespaceExists answers Kubernetes' NotFound for a missing namespace.
+func (s *Server) namespaceExists(ctx context.Context, namespace string) error {
+	nsRes, ok := s.cfg.Resources.Lookup("", "v1", "namespaces")
+	if !ok {
+		return nil
+	}
+	// A namespace seen in the cache exists; only a miss needs a consistent read.
+	obj, err := s.getCurrent(ctx, nsRes.Key("", namespace), 0)
+	if err == nil && obj == nil {
+		obj, err = s.getCurrent(ctx, nsRes.Key("", namespace), -1)
+	}
+	if err != nil {
+		return err
+	}
+	if obj == nil {
+		return apierrors.NewNotFound(nsRes.GroupResource(), namespace)
+	}
+	return nil
+}

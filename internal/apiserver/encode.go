@@ -1,0 +1,209 @@
+package apiserver
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+
+	"github.com/leasehold/leasehold/internal/registry"
+)
+
+// newStorageCodec returns the codec objects are stored with: Kubernetes'
+// protobuf envelope ("k8s\x00" + Unknown), as kube-apiserver stores them in etcd.
+func newStorageCodec(scheme *runtime.Scheme) (runtime.Encoder, runtime.Decoder) {
+	s := protobuf.NewSerializer(scheme, scheme)
+	return s, s
+}
+
+// encodeForStorage serializes obj, which must carry its TypeMeta.
+func (s *Server) encodeForStorage(obj runtime.Object) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := s.storageEnc.Encode(obj, &buf); err != nil {
+		return nil, fmt.Errorf("encoding object for storage: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// DecodeStored turns stored bytes into a typed object with TypeMeta and
+// resourceVersion set.
+func (s *Server) DecodeStored(res *registry.Resource, value []byte, rev int64) (runtime.Object, error) {
+	return decodeStored(s.storageDec, res, value, rev)
+}
+
+func decodeStored(dec runtime.Decoder, res *registry.Resource, value []byte, rev int64) (runtime.Object, error) {
+	obj := res.New()
+	if _, _, err := dec.Decode(value, nil, obj); err != nil {
+		return nil, fmt.Errorf("decoding stored %s: %w", res.Resource, err)
+	}
+	obj.GetObjectKind().SetGroupVersionKind(res.GroupVersionKind())
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	acc.SetResourceVersion(strconv.FormatInt(rev, 10))
+	return obj, nil
+}
+
+// StorageDecoder returns the watch cache's decode function: it finds the
+// resource a key belongs to and decodes the stored value as that resource's
+// storage version (the first registered version of a storage resource).
+func StorageDecoder(scheme *runtime.Scheme, resources *registry.Set) func(key string, value []byte, rev int64) (runtime.Object, error) {
+	_, dec := newStorageCodec(scheme)
+	byPrefix := map[string]*registry.Resource{}
+	for _, r := range resources.All() {
+		if _, ok := byPrefix[r.KeyPrefix("")]; !ok {
+			byPrefix[r.KeyPrefix("")] = r
+		}
+	}
+	return func(key string, value []byte, rev int64) (runtime.Object, error) {
+		// "/registry/<resource>/..." → "/registry/<resource>/"
+		i := strings.IndexByte(key[len("/registry/"):], '/')
+		if !strings.HasPrefix(key, "/registry/") || i < 0 {
+			return nil, fmt.Errorf("key %q is not a resource key", key)
+		}
+		res, ok := byPrefix[key[:len("/registry/")+i+1]]
+		if !ok {
+			return nil, fmt.Errorf("key %q belongs to no served resource", key)
+		}
+		return decodeStored(dec, res, value, rev)
+	}
+}
+
+// writeObject encodes obj with the negotiated serializer. obj must already be
+// in the negotiated representation (object, Table, metadata).
+func (s *Server) writeObject(w http.ResponseWriter, code int, n negotiated, obj runtime.Object) {
+	enc := n.info.Serializer
+	if n.pretty && n.info.PrettySerializer != nil {
+		enc = n.info.PrettySerializer
+	}
+	var buf bytes.Buffer
+	if err := enc.Encode(obj, &buf); err != nil {
+		s.logger.Error("encoding response", "err", err)
+		http.Error(w, "encoding response failed", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", n.info.MediaType)
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(code)
+	_, _ = w.Write(buf.Bytes())
+}
+
+var (
+	tableGVK   = metav1.SchemeGroupVersion.WithKind("Table")
+	pomGVK     = metav1.SchemeGroupVersion.WithKind("PartialObjectMetadata")
+	pomListGVK = metav1.SchemeGroupVersion.WithKind("PartialObjectMetadataList")
+)
+
+// transform turns an object (or list) into the representation n asks for.
+func (s *Server) transform(res *registry.Resource, n negotiated, obj runtime.Object, isList, noHeaders bool) (runtime.Object, error) {
+	switch n.target {
+	case targetTable:
+		return s.toTable(res, obj, isList, noHeaders)
+	case targetPartialObjectMetadata, targetPartialObjectMetadataList:
+		if isList {
+			return toPartialList(obj)
+		}
+		return toPartial(obj)
+	}
+	return obj, nil
+}
+
+func toPartial(obj runtime.Object) (*metav1.PartialObjectMetadata, error) {
+	om, err := objectMeta(obj)
+	if err != nil {
+		return nil, err
+	}
+	p := &metav1.PartialObjectMetadata{ObjectMeta: *om.DeepCopy()}
+	p.SetGroupVersionKind(pomGVK)
+	return p, nil
+}
+
+func toPartialList(list runtime.Object) (*metav1.PartialObjectMetadataList, error) {
+	out := &metav1.PartialObjectMetadataList{}
+	out.SetGroupVersionKind(pomListGVK)
+	lm, err := meta.ListAccessor(list)
+	if err != nil {
+		return nil, err
+	}
+	out.ResourceVersion, out.Continue, out.RemainingItemCount = lm.GetResourceVersion(), lm.GetContinue(), lm.GetRemainingItemCount()
+	err = meta.EachListItem(list, func(o runtime.Object) error {
+		p, err := toPartial(o)
+		if err != nil {
+			return err
+		}
+		out.Items = append(out.Items, *p)
+		return nil
+	})
+	if out.Items == nil {
+		out.Items = []metav1.PartialObjectMetadata{}
+	}
+	return out, err
+}
+
+// toTable renders the server-side printer columns, each row carrying the
+// object's metadata as kube-apiserver does by default (includeObject=Metadata).
+func (s *Server) toTable(res *registry.Resource, obj runtime.Object, isList, noHeaders bool) (*metav1.Table, error) {
+	t := &metav1.Table{}
+	t.SetGroupVersionKind(tableGVK)
+	if !noHeaders {
+		t.ColumnDefinitions = res.TableColumns
+	}
+	addRow := func(o runtime.Object) error {
+		p, err := toPartial(o)
+		if err != nil {
+			return err
+		}
+		row := metav1.TableRow{Cells: res.TableRow(o), Object: runtime.RawExtension{Object: p}}
+		t.Rows = append(t.Rows, row)
+		return nil
+	}
+	if isList {
+		lm, err := meta.ListAccessor(obj)
+		if err != nil {
+			return nil, err
+		}
+		t.ResourceVersion, t.Continue, t.RemainingItemCount = lm.GetResourceVersion(), lm.GetContinue(), lm.GetRemainingItemCount()
+		if err := meta.EachListItem(obj, addRow); err != nil {
+			return nil, err
+		}
+	} else {
+		acc, err := meta.Accessor(obj)
+		if err != nil {
+			return nil, err
+		}
+		t.ResourceVersion = acc.GetResourceVersion()
+		if err := addRow(obj); err != nil {
+			return nil, err
+		}
+	}
+	if t.Rows == nil {
+		t.Rows = []metav1.TableRow{}
+	}
+	return t, nil
+}
+
+// setListGVK stamps a list's TypeMeta.
+func setListGVK(res *registry.Resource, list runtime.Object) {
+	list.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{Group: res.GroupVersion.Group, Version: res.GroupVersion.Version, Kind: res.ListKind})
+}
+
+// objectMeta returns the ObjectMeta embedded in a typed object.
+func objectMeta(obj runtime.Object) (*metav1.ObjectMeta, error) {
+	a, ok := obj.(metav1.ObjectMetaAccessor)
+	if !ok {
+		return nil, fmt.Errorf("%T has no ObjectMeta", obj)
+	}
+	om, ok := a.GetObjectMeta().(*metav1.ObjectMeta)
+	if !ok {
+		return nil, fmt.Errorf("%T has unexpected metadata type", obj)
+	}
+	return om, nil
+}

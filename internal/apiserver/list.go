@@ -1,0 +1,239 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/leasehold/leasehold/internal/registry"
+	"github.com/leasehold/leasehold/internal/storage"
+)
+
+// listOptions are the parsed query parameters of list and watch.
+type listOptions struct {
+	metav1.ListOptions
+	pred predicate
+}
+
+func (s *Server) parseListOptions(res *registry.Resource, q url.Values, watch bool) (listOptions, error) {
+	var o listOptions
+	if err := metav1.Convert_url_Values_To_v1_ListOptions(&q, &o.ListOptions, nil); err != nil {
+		return o, apierrors.NewBadRequest(err.Error())
+	}
+	if v := q.Get("labelSelector"); v != "" || q.Get("fieldSelector") != "" {
+		p, err := parsePredicate(res, v, q.Get("fieldSelector"))
+		if err != nil {
+			return o, err
+		}
+		o.pred = p
+	} else {
+		o.pred, _ = parsePredicate(res, "", "")
+	}
+	if errs := validateListOptions(&o.ListOptions, watch); len(errs) > 0 {
+		return o, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
+	}
+	return o, nil
+}
+
+// validateListOptions applies apiserver's ListOptions rules.
+func validateListOptions(o *metav1.ListOptions, watch bool) field.ErrorList {
+	var errs field.ErrorList
+	rvm := field.NewPath("resourceVersionMatch")
+	if o.SendInitialEvents != nil {
+		if !watch {
+			errs = append(errs, field.Forbidden(field.NewPath("sendInitialEvents"), "sendInitialEvents is forbidden for list"))
+		} else {
+			if o.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan {
+				errs = append(errs, field.Forbidden(rvm, "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+			}
+			if !o.AllowWatchBookmarks {
+				errs = append(errs, field.Forbidden(field.NewPath("allowWatchBookmarks"), "allowWatchBookmarks must be set to true when sendInitialEvents is specified"))
+			}
+			if o.Continue != "" {
+				errs = append(errs, field.Forbidden(field.NewPath("sendInitialEvents"), "sendInitialEvents is forbidden when continue is provided"))
+			}
+		}
+		return errs
+	}
+	if o.ResourceVersionMatch == "" {
+		return nil
+	}
+	if watch {
+		return append(errs, field.Forbidden(rvm, "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
+	}
+	if o.ResourceVersion == "" {
+		errs = append(errs, field.Forbidden(rvm, "resourceVersionMatch is forbidden unless resourceVersion is provided"))
+	}
+	if o.Continue != "" {
+		errs = append(errs, field.Forbidden(rvm, "resourceVersionMatch is forbidden when continue is provided"))
+	}
+	switch o.ResourceVersionMatch {
+	case metav1.ResourceVersionMatchNotOlderThan:
+	case metav1.ResourceVersionMatchExact:
+		if o.ResourceVersion == "0" {
+			errs = append(errs, field.Forbidden(rvm, `resourceVersionMatch "exact" is forbidden for resourceVersion "0"`))
+		}
+	default:
+		errs = append(errs, field.NotSupported(rvm, o.ResourceVersionMatch, []string{string(metav1.ResourceVersionMatchExact), string(metav1.ResourceVersionMatchNotOlderThan)}))
+	}
+	return errs
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
+	n, ok := s.negotiate(r.Header.Get("Accept"), true)
+	if !ok {
+		return notAcceptable(s)
+	}
+	o, err := s.parseListOptions(res, r.URL.Query(), false)
+	if err != nil {
+		return err
+	}
+	list, err := s.doList(r.Context(), res, info.namespace, o)
+	if err != nil {
+		return err
+	}
+	out, err := s.transform(res, n, list, true, false)
+	if err != nil {
+		return err
+	}
+	s.writeObject(w, http.StatusOK, n, out)
+	return nil
+}
+
+// doList returns the typed list (e.g. *LeaseList) the options ask for.
+func (s *Server) doList(ctx context.Context, res *registry.Resource, namespace string, o listOptions) (runtime.Object, error) {
+	prefix := res.KeyPrefix(namespace)
+	match := o.pred.matcher(res)
+	var (
+		items []runtime.Object
+		rev   int64
+		next  string
+		err   error
+	)
+	exact := o.ResourceVersionMatch == metav1.ResourceVersionMatchExact ||
+		(o.ResourceVersionMatch == "" && o.ResourceVersion != "" && o.ResourceVersion != "0" && o.Limit > 0)
+	switch {
+	case o.Continue != "":
+		var rv int64
+		var start string
+		rv, start, err = decodeContinue(o.Continue, prefix)
+		if err != nil {
+			return nil, err
+		}
+		items, rev, next, err = s.listFromStorage(ctx, res, prefix, rv, start, o.Limit, match)
+		if err != nil {
+			return nil, err
+		}
+	case exact:
+		rv, err := parseRV(o.ResourceVersion)
+		if err != nil {
+			return nil, err
+		}
+		items, rev, next, err = s.listFromStorage(ctx, res, prefix, rv, "", o.Limit, match)
+		if err != nil {
+			return nil, err
+		}
+	default:
+		minRV, err := readRV(o.ResourceVersion)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.waitFresh(ctx, minRV); err != nil {
+			return nil, err
+		}
+		items, rev = s.cfg.Cache.List(prefix, match)
+		if o.Limit > 0 && int64(len(items)) > o.Limit {
+			last, err := meta.Accessor(items[o.Limit-1])
+			if err != nil {
+				return nil, err
+			}
+			next = res.Key(last.GetNamespace(), last.GetName()) + "\x00"
+			remaining := int64(len(items)) - o.Limit
+			items = items[:o.Limit]
+			list, err := s.buildList(res, items, rev, encodeContinue(rev, next, prefix))
+			if err == nil && o.pred.empty() {
+				if lm, lerr := meta.ListAccessor(list); lerr == nil {
+					lm.SetRemainingItemCount(&remaining)
+				}
+			}
+			return list, err
+		}
+	}
+	cont := ""
+	if next != "" {
+		cont = encodeContinue(rev, next, prefix)
+	}
+	return s.buildList(res, items, rev, cont)
+}
+
+// listFromStorage reads a page at an exact revision from storage, filtering
+// as it goes, and returns the key to continue from ("" at the end).
+func (s *Server) listFromStorage(ctx context.Context, res *registry.Resource, prefix string, rv int64, start string, limit int64, match func(runtime.Object) bool) ([]runtime.Object, int64, string, error) {
+	var items []runtime.Object
+	for {
+		page := limit
+		if page <= 0 || page > 500 {
+			page = 500
+		}
+		lr, err := s.cfg.Store.List(ctx, prefix, storage.ListOptions{Revision: rv, StartKey: start, Limit: int(page)})
+		if err != nil {
+			switch {
+			case errors.Is(err, storage.ErrCompacted):
+				return nil, 0, "", apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
+			case errors.Is(err, storage.ErrFutureRevision):
+				return nil, 0, "", apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", rv, s.cfg.Cache.Revision()), 1)
+			}
+			return nil, 0, "", fmt.Errorf("listing %s: %w", prefix, err)
+		}
+		rv = lr.Revision
+		for i, kv := range lr.KVs {
+			obj, err := s.decodeKV(res, kv.Value, kv.ModRevision)
+			if err != nil {
+				return nil, 0, "", err
+			}
+			if match == nil || match(obj) {
+				items = append(items, obj)
+			}
+			if limit > 0 && int64(len(items)) == limit {
+				if i < len(lr.KVs)-1 || lr.More {
+					return items, rv, kv.Key + "\x00", nil
+				}
+				return items, rv, "", nil
+			}
+		}
+		if !lr.More || len(lr.KVs) == 0 {
+			return items, rv, "", nil
+		}
+		start = lr.KVs[len(lr.KVs)-1].Key + "\x00"
+	}
+}
+
+func (s *Server) decodeKV(res *registry.Resource, value []byte, rev int64) (runtime.Object, error) {
+	return s.DecodeStored(res, value, rev)
+}
+
+// buildList assembles a typed list of items at revision rev.
+func (s *Server) buildList(res *registry.Resource, items []runtime.Object, rev int64, cont string) (runtime.Object, error) {
+	list := res.NewList()
+	setListGVK(res, list)
+	if err := meta.SetList(list, items); err != nil {
+		return nil, fmt.Errorf("building %s: %w", res.ListKind, err)
+	}
+	lm, err := meta.ListAccessor(list)
+	if err != nil {
+		return nil, err
+	}
+	lm.SetResourceVersion(strconv.FormatInt(rev, 10))
+	lm.SetContinue(cont)
+	return list, nil
+}

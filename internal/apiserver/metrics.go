@@ -1,0 +1,42 @@
+package apiserver
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the request-path metrics, named after kube-apiserver's where
+// one exists so existing dashboards read them.
+type Metrics struct {
+	Requests       *prometheus.CounterVec
+	Latency        *prometheus.HistogramVec
+	OpenWatches    *prometheus.GaugeVec
+	WatchEventsOut *prometheus.CounterVec
+}
+
+// NewMetrics creates the metrics and registers them on reg (nil: unregistered,
+// for tests).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apiserver_request_total",
+			Help: "Counter of API requests broken out by verb, group, resource and HTTP response code.",
+		}, []string{"verb", "group", "resource", "code"}),
+		Latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "apiserver_request_duration_seconds",
+			Help:    "Response latency distribution in seconds for each verb, group and resource.",
+			Buckets: []float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
+		}, []string{"verb", "group", "resource"}),
+		OpenWatches: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "apiserver_registered_watchers",
+			Help: "Number of currently open watches for a given resource.",
+		}, []string{"group", "resource"}),
+		WatchEventsOut: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apiserver_watch_events_total",
+			Help: "Number of events sent in watch clients.",
+		}, []string{"group", "resource"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.Requests, m.Latency, m.OpenWatches, m.WatchEventsOut)
+	}
+	return m
+}

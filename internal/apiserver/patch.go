@@ -1,0 +1,251 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
+
+	"github.com/leasehold/leasehold/internal/registry"
+)
+
+// maxPatchRetries bounds retries of a patch that lost a race with another writer.
+const maxPatchRetries = 5
+
+func (s *Server) patch(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
+	n, ok := s.negotiate(r.Header.Get("Accept"), false)
+	if !ok {
+		return notAcceptable(s)
+	}
+	wo, err := parseWriteOptions(r)
+	if err != nil {
+		return err
+	}
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	pt := types.PatchType(mt)
+	switch {
+	case err != nil:
+		return s.unsupportedMediaType(r.Header.Get("Content-Type"))
+	case pt == types.JSONPatchType, pt == types.MergePatchType, pt == types.StrategicMergePatchType, pt == types.ApplyYAMLPatchType:
+	default:
+		return s.unsupportedMediaType(r.Header.Get("Content-Type"))
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	force := isTrue(r.URL.Query().Get("force"))
+	if pt != types.ApplyYAMLPatchType && r.URL.Query().Has("force") {
+		return apierrors.NewBadRequest("force is only allowed for apply patches")
+	}
+	var (
+		out      runtime.Object
+		created  bool
+		warnings []string
+	)
+	if pt == types.ApplyYAMLPatchType {
+		if r.URL.Query().Get("fieldManager") == "" {
+			return apierrors.NewInvalid(metav1.SchemeGroupVersion.WithKind("PatchOptions").GroupKind(), "", field.ErrorList{
+				field.Required(field.NewPath("fieldManager"), "is required for apply patch")})
+		}
+		out, created, warnings, err = s.applyPatch(r.Context(), res, info, body, wo, force)
+	} else {
+		out, warnings, err = s.mergePatch(r.Context(), res, info, pt, body, wo)
+	}
+	if err != nil {
+		return err
+	}
+	writeWarnings(w, warnings)
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+	}
+	t, err := s.transform(res, n, out, false, false)
+	if err != nil {
+		return err
+	}
+	s.writeObject(w, code, n, t)
+	return nil
+}
+
+// objectJSON encodes an object as JSON for patching.
+func (s *Server) objectJSON(obj runtime.Object) ([]byte, error) {
+	info, _ := s.serializerFor(runtime.ContentTypeJSON)
+	var buf bytes.Buffer
+	if err := info.Serializer.Encode(obj, &buf); err != nil {
+		return nil, fmt.Errorf("encoding object for patch: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// mergePatch applies a JSON, merge or strategic merge patch to the current
+// object, retrying from a fresh read if another writer won the race.
+func (s *Server) mergePatch(ctx context.Context, res *registry.Resource, info requestInfo, pt types.PatchType, patch []byte, wo writeOptions) (runtime.Object, []string, error) {
+	key := res.Key(info.namespace, info.name)
+	jsonInfo, _ := s.serializerFor(runtime.ContentTypeJSON)
+	var lastErr error
+	for attempt := 0; attempt < maxPatchRetries; attempt++ {
+		cur, err := s.getCurrent(ctx, key, -1)
+		if err != nil {
+			return nil, nil, err
+		}
+		if cur == nil {
+			return nil, nil, apierrors.NewNotFound(res.GroupResource(), info.name)
+		}
+		curJSON, err := s.objectJSON(cur)
+		if err != nil {
+			return nil, nil, err
+		}
+		patched, err := applyPatchBytes(res, pt, curJSON, patch)
+		if err != nil {
+			return nil, nil, err
+		}
+		obj, warnings, err := s.decodeObject(res, jsonInfo, patched, wo.fieldValidation)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := checkPatchedIdentity(res, info, obj); err != nil {
+			return nil, nil, err
+		}
+		out, err := s.storeUpdate(ctx, res, key, info.subresource, cur, obj, wo)
+		if err == nil {
+			return out, warnings, nil
+		}
+		if !apierrors.IsConflict(err) || patchSetsResourceVersion(patched, cur) {
+			return nil, nil, err
+		}
+		lastErr = err
+	}
+	return nil, nil, lastErr
+}
+
+// patchSetsResourceVersion tells whether the patch itself carried a
+// resourceVersion precondition (then a conflict is the client's answer).
+func patchSetsResourceVersion(patched []byte, cur runtime.Object) bool {
+	var m struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal(patched, &m) != nil {
+		return false
+	}
+	acc, err := meta.Accessor(cur)
+	return err == nil && m.Metadata.ResourceVersion != acc.GetResourceVersion()
+}
+
+func applyPatchBytes(res *registry.Resource, pt types.PatchType, cur, patch []byte) ([]byte, error) {
+	var (
+		out []byte
+		err error
+	)
+	switch pt {
+	case types.JSONPatchType:
+		var p jsonpatch.Patch
+		if p, err = jsonpatch.DecodePatch(patch); err == nil {
+			out, err = p.Apply(cur)
+		}
+	case types.MergePatchType:
+		out, err = jsonpatch.MergePatch(cur, patch)
+	case types.StrategicMergePatchType:
+		out, err = strategicpatch.StrategicMergePatch(cur, patch, res.New())
+	}
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	return out, nil
+}
+
+func checkPatchedIdentity(res *registry.Resource, info requestInfo, obj runtime.Object) error {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return err
+	}
+	if acc.GetName() != info.name {
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", acc.GetName(), info.name))
+	}
+	return checkNamespaceMatch(res, acc, info.namespace)
+}
+
+// applyPatch is server-side apply: apimachinery's field manager merges the
+// applied configuration into the live object and tracks ownership.
+func (s *Server) applyPatch(ctx context.Context, res *registry.Resource, info requestInfo, patch []byte, wo writeOptions, force bool) (runtime.Object, bool, []string, error) {
+	fm := s.fieldManager(res, info.subresource)
+	if fm == nil {
+		return nil, false, nil, apierrors.NewBadRequest("server-side apply is not available: no type information")
+	}
+	applied := &unstructured.Unstructured{}
+	jsonPatch, err := yaml.YAMLToJSON(patch)
+	if err != nil {
+		return nil, false, nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
+	}
+	if err := applied.UnmarshalJSON(jsonPatch); err != nil {
+		return nil, false, nil, apierrors.NewBadRequest(err.Error())
+	}
+	if gvk := applied.GroupVersionKind(); gvk != res.GroupVersionKind() {
+		return nil, false, nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", gvk.GroupVersion(), res.GroupVersion))
+	}
+	if applied.GetName() != info.name {
+		return nil, false, nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", applied.GetName(), info.name))
+	}
+	key := res.Key(info.namespace, info.name)
+	wo.managedFieldsDone = true
+	var lastErr error
+	for attempt := 0; attempt < maxPatchRetries; attempt++ {
+		cur, err := s.getCurrent(ctx, key, -1)
+		if err != nil {
+			return nil, false, nil, err
+		}
+		live := cur
+		if live == nil {
+			if info.subresource != "" {
+				return nil, false, nil, apierrors.NewNotFound(res.GroupResource(), info.name)
+			}
+			live = res.New()
+			live.GetObjectKind().SetGroupVersionKind(res.GroupVersionKind())
+		} else {
+			live = live.DeepCopyObject()
+		}
+		out, err := fm.Apply(live, applied, wo.fieldManager, force)
+		if err != nil {
+			return nil, false, nil, err
+		}
+		out.GetObjectKind().SetGroupVersionKind(res.GroupVersionKind())
+		if cur == nil {
+			created, err := s.createObject(ctx, res, info.namespace, out, wo)
+			if apierrors.IsAlreadyExists(err) {
+				lastErr = err
+				continue
+			}
+			return created, err == nil, nil, err
+		}
+		if acc, err := meta.Accessor(out); err == nil && applied.GetResourceVersion() == "" {
+			// The applied configuration carries no precondition: write
+			// against the state the merge was computed from.
+			curAcc, _ := meta.Accessor(cur)
+			acc.SetResourceVersion(curAcc.GetResourceVersion())
+		}
+		updated, err := s.storeUpdate(ctx, res, key, info.subresource, cur, out, wo)
+		if err == nil {
+			return updated, false, nil, nil
+		}
+		if !apierrors.IsConflict(err) || applied.GetResourceVersion() != "" {
+			return nil, false, nil, err
+		}
+		lastErr = err
+	}
+	return nil, false, nil, lastErr
+}

@@ -1,0 +1,220 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metavalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/leasehold/leasehold/internal/registry"
+	"github.com/leasehold/leasehold/internal/storage"
+)
+
+func (s *Server) update(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
+	n, ok := s.negotiate(r.Header.Get("Accept"), false)
+	if !ok {
+		return notAcceptable(s)
+	}
+	wo, err := parseWriteOptions(r)
+	if err != nil {
+		return err
+	}
+	si, err := s.requestSerializer(r.Header.Get("Content-Type"))
+	if err != nil {
+		return err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	obj, warnings, err := s.decodeObject(res, si, body, wo.fieldValidation)
+	if err != nil {
+		return err
+	}
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return err
+	}
+	if err := checkNamespaceMatch(res, acc, info.namespace); err != nil {
+		return err
+	}
+	if acc.GetName() != info.name {
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", acc.GetName(), info.name))
+	}
+	out, created, err := s.updateObject(r.Context(), res, info, obj, wo)
+	if err != nil {
+		return err
+	}
+	writeWarnings(w, warnings)
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+	}
+	t, err := s.transform(res, n, out, false, false)
+	if err != nil {
+		return err
+	}
+	s.writeObject(w, code, n, t)
+	return nil
+}
+
+// conflict is the 409 a stale resourceVersion gets.
+func conflict(res *registry.Resource, name string) error {
+	return apierrors.NewConflict(res.GroupResource(), name, errors.New(registryConflictMsg))
+}
+
+const registryConflictMsg = "the object has been modified; please apply your changes to the latest version and try again"
+
+// uidPreconditionFailed is the 409 kube-apiserver's etcd3 store gives a PUT
+// whose body uid does not match the stored object (or there is none).
+func uidPreconditionFailed(res *registry.Resource, key, name, want, have string) error {
+	return apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf(
+		"StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: %s, UID in object meta: %s", key, want, have))
+}
+
+// updateObject replaces the stored object with obj (a PUT), creating it when
+// the resource allows create-on-update. obj is owned by the caller.
+func (s *Server) updateObject(ctx context.Context, res *registry.Resource, info requestInfo, obj runtime.Object, wo writeOptions) (runtime.Object, bool, error) {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, false, err
+	}
+	key := res.Key(info.namespace, info.name)
+	reqRV, err := parseRV(acc.GetResourceVersion())
+	if err != nil {
+		return nil, false, err
+	}
+	// The cache must be at least as new as what the client saw, or a fresh
+	// renewal would look stale.
+	minRV := reqRV
+	if minRV == 0 {
+		minRV = -1
+	}
+	cur, err := s.getCurrent(ctx, key, minRV)
+	if err != nil {
+		return nil, false, err
+	}
+	if cur == nil {
+		if uid := acc.GetUID(); uid != "" {
+			return nil, false, uidPreconditionFailed(res, key, info.name, string(uid), "")
+		}
+		if !res.AllowCreateOnUpdate || info.subresource != "" {
+			return nil, false, apierrors.NewNotFound(res.GroupResource(), info.name)
+		}
+		created, err := s.createObject(ctx, res, info.namespace, obj, wo)
+		return created, err == nil, err
+	}
+	old, err := meta.Accessor(cur)
+	if err != nil {
+		return nil, false, err
+	}
+	if uid := acc.GetUID(); uid != "" && uid != old.GetUID() {
+		return nil, false, uidPreconditionFailed(res, key, info.name, string(uid), string(old.GetUID()))
+	}
+	if reqRV == 0 {
+		return nil, false, apierrors.NewInvalid(kindFor(res), info.name, field.ErrorList{
+			field.Invalid(field.NewPath("metadata", "resourceVersion"), int64(0), "must be specified for an update")})
+	}
+	if strconv.FormatInt(reqRV, 10) != old.GetResourceVersion() {
+		return nil, false, conflict(res, info.name)
+	}
+	out, err := s.storeUpdate(ctx, res, key, info.subresource, cur, obj, wo)
+	return out, false, err
+}
+
+// storeUpdate finishes an update of cur (the stored object) to obj: it keeps
+// server-owned metadata, validates, records managed fields and writes with
+// cur's revision as the precondition.
+func (s *Server) storeUpdate(ctx context.Context, res *registry.Resource, key, subresource string, cur, obj runtime.Object, wo writeOptions) (runtime.Object, error) {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	old, err := meta.Accessor(cur)
+	if err != nil {
+		return nil, err
+	}
+	if rv := acc.GetResourceVersion(); rv != "" && rv != old.GetResourceVersion() {
+		return nil, conflict(res, acc.GetName())
+	}
+	// Fields clients may not change on update keep their stored values, as
+	// rest.BeforeUpdate does; the immutable ones are validated below.
+	if acc.GetUID() == "" {
+		acc.SetUID(old.GetUID())
+	}
+	if ts := acc.GetCreationTimestamp(); ts.IsZero() {
+		acc.SetCreationTimestamp(old.GetCreationTimestamp())
+	}
+	acc.SetDeletionTimestamp(old.GetDeletionTimestamp())
+	acc.SetDeletionGracePeriodSeconds(old.GetDeletionGracePeriodSeconds())
+	acc.SetGeneration(old.GetGeneration())
+	acc.SetSelfLink("")
+	if res.PrepareForUpdate != nil {
+		res.PrepareForUpdate(obj, cur, subresource)
+	}
+	if errs := validateUpdate(res, obj, cur); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(kindFor(res), acc.GetName(), errs)
+	}
+	if !wo.managedFieldsDone {
+		if obj, err = s.updateManagedFields(res, subresource, cur, obj, wo.fieldManager); err != nil {
+			return nil, err
+		}
+		if acc, err = meta.Accessor(obj); err != nil {
+			return nil, err
+		}
+	}
+	expected, err := parseRV(old.GetResourceVersion())
+	if err != nil {
+		return nil, err
+	}
+	acc.SetResourceVersion("")
+	value, err := s.encodeForStorage(obj)
+	if err != nil {
+		return nil, err
+	}
+	if wo.dryRun {
+		acc.SetResourceVersion(old.GetResourceVersion())
+		return obj, nil
+	}
+	if acc.GetDeletionTimestamp() != nil && len(acc.GetFinalizers()) == 0 {
+		// The last finalizer is gone: the pending deletion completes now.
+		return s.finishDelete(ctx, res, key, expected, obj)
+	}
+	rev, err := s.cfg.Store.Update(ctx, key, expected, value)
+	switch {
+	case errors.Is(err, storage.ErrConflict):
+		return nil, conflict(res, acc.GetName())
+	case errors.Is(err, storage.ErrNotFound):
+		return nil, apierrors.NewNotFound(res.GroupResource(), acc.GetName())
+	case err != nil:
+		return nil, fmt.Errorf("updating %s: %w", key, err)
+	}
+	acc.SetResourceVersion(strconv.FormatInt(rev, 10))
+	return obj, nil
+}
+
+func validateUpdate(res *registry.Resource, obj, old runtime.Object) field.ErrorList {
+	om, err1 := objectMeta(obj)
+	oldOM, err2 := objectMeta(old)
+	if err := errors.Join(err1, err2); err != nil {
+		return field.ErrorList{field.InternalError(field.NewPath("metadata"), err)}
+	}
+	errs := metavalidation.ValidateObjectMeta(om, res.Namespaced, metavalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	// ValidateObjectMetaUpdate demands a resourceVersion; the caller has
+	// already checked it against the stored one.
+	rv := om.ResourceVersion
+	om.ResourceVersion = oldOM.ResourceVersion
+	errs = append(errs, metavalidation.ValidateObjectMetaUpdate(om, oldOM, field.NewPath("metadata"))...)
+	om.ResourceVersion = rv
+	if res.ValidateUpdate != nil {
+		errs = append(errs, res.ValidateUpdate(obj, old)...)
+	}
+	return errs
+}

@@ -1,0 +1,233 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/leasehold/leasehold/internal/registry"
+	"github.com/leasehold/leasehold/internal/watchcache"
+)
+
+func (s *Server) watch(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
+	n, ok := s.negotiate(r.Header.Get("Accept"), false)
+	if !ok {
+		return notAcceptable(s)
+	}
+	if n.info.StreamSerializer == nil {
+		return notAcceptable(s)
+	}
+	q := r.URL.Query()
+	o, err := s.parseListOptions(res, q, true)
+	if err != nil {
+		return err
+	}
+	if info.name != "" {
+		// The deprecated /watch/.../<name> form: a watch of one object.
+		p, err := parsePredicate(res, q.Get("labelSelector"), joinSelector(q.Get("fieldSelector"), "metadata.name="+info.name))
+		if err != nil {
+			return err
+		}
+		o.pred = p
+	}
+	timeout := time.Duration(float64(s.cfg.MinRequestTimeout) * (1 + rand.Float64()))
+	if o.TimeoutSeconds != nil {
+		timeout = time.Duration(*o.TimeoutSeconds) * time.Second
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
+
+	wo := watchcache.WatchOptions{
+		Prefix:    res.KeyPrefix(info.namespace),
+		Predicate: o.pred.matcher(res),
+		Bookmarks: o.AllowWatchBookmarks,
+	}
+	rv, err := parseRV(o.ResourceVersion)
+	if err != nil {
+		return err
+	}
+	switch {
+	case o.SendInitialEvents != nil && *o.SendInitialEvents:
+		wo.InitialState = true
+		if o.ResourceVersion == "" {
+			rv = -1
+		}
+		if err := s.waitFresh(ctx, rv); err != nil {
+			return err
+		}
+	case o.SendInitialEvents != nil:
+		if o.ResourceVersion == "" {
+			rv = -1
+		}
+		if err := s.waitFresh(ctx, rv); err != nil {
+			return err
+		}
+		if rv < 0 {
+			rv = s.cfg.Cache.Revision()
+		}
+		wo.FromRevision = rv
+	case o.ResourceVersion == "" || o.ResourceVersion == "0":
+		wo.InitialState = true
+		if o.ResourceVersion == "" {
+			if err := s.waitFresh(ctx, -1); err != nil {
+				return err
+			}
+		}
+	default:
+		wo.FromRevision = rv
+	}
+
+	sw := &watchStream{s: s, res: res, n: n, w: w, flusher: flusherOf(w)}
+	watcher, err := s.cfg.Cache.Watch(ctx, wo)
+	if err != nil {
+		var tooOld *watchcache.TooOldError
+		if errors.As(err, &tooOld) {
+			// After the resourceVersion is parsed, kube-apiserver reports a
+			// too-old revision as an ERROR event on a 200 stream.
+			sw.start()
+			st := apierrors.NewResourceExpired(tooOld.Error()).Status()
+			st.Kind, st.APIVersion = "Status", "v1"
+			return sw.send(watch.Error, &st)
+		}
+		var tooNew *watchcache.TooNewError
+		if errors.As(err, &tooNew) {
+			return apierrors.NewTimeoutError(tooNew.Error(), 1)
+		}
+		return fmt.Errorf("starting watch: %w", err)
+	}
+	defer watcher.Stop()
+	gr := res.GroupResource()
+	s.cfg.Metrics.OpenWatches.WithLabelValues(gr.Group, gr.Resource).Inc()
+	defer s.cfg.Metrics.OpenWatches.WithLabelValues(gr.Group, gr.Resource).Dec()
+	events := s.cfg.Metrics.WatchEventsOut.WithLabelValues(gr.Group, gr.Resource)
+
+	sw.start()
+	ch := watcher.Events()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.cfg.StopWatches:
+			// Shutdown: end the stream cleanly so clients re-watch elsewhere.
+			return nil
+		case ev, ok := <-ch:
+			if !ok {
+				return nil
+			}
+			if err := sw.sendEvent(ev); err != nil {
+				s.logger.Debug("watch stream ended", "err", err)
+				return nil
+			}
+			events.Inc()
+			if len(ch) == 0 {
+				sw.flush()
+			}
+		}
+	}
+}
+
+func joinSelector(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "," + b
+}
+
+func flusherOf(w http.ResponseWriter) http.Flusher {
+	f, _ := w.(http.Flusher)
+	return f
+}
+
+// watchStream writes framed watch events in the negotiated encoding.
+type watchStream struct {
+	s       *Server
+	res     *registry.Resource
+	n       negotiated
+	w       http.ResponseWriter
+	flusher http.Flusher
+	enc     runtime.Encoder
+	sentRow bool
+	buf     bytes.Buffer
+}
+
+func (sw *watchStream) start() {
+	sw.w.Header().Set("Content-Type", sw.n.info.MediaType+";stream=watch")
+	sw.w.WriteHeader(http.StatusOK)
+	sw.enc = sw.n.info.StreamSerializer.Serializer
+	sw.flush()
+}
+
+func (sw *watchStream) flush() {
+	if sw.flusher != nil {
+		sw.flusher.Flush()
+	}
+}
+
+func (sw *watchStream) sendEvent(ev watchcache.Event) error {
+	if ev.Type == watch.Bookmark {
+		obj, err := sw.bookmarkObject(ev)
+		if err != nil {
+			return err
+		}
+		return sw.send(watch.Bookmark, obj)
+	}
+	obj, err := sw.s.transform(sw.res, sw.n, ev.Object, false, sw.sentRow)
+	if err != nil {
+		return err
+	}
+	sw.sentRow = sw.n.target == targetTable
+	return sw.send(ev.Type, obj)
+}
+
+// bookmarkObject is the watched kind carrying only a resourceVersion (and the
+// initial-events-end annotation when it closes a streaming list).
+func (sw *watchStream) bookmarkObject(ev watchcache.Event) (runtime.Object, error) {
+	var obj runtime.Object
+	switch sw.n.target {
+	case targetObject:
+		obj = sw.res.New()
+		obj.GetObjectKind().SetGroupVersionKind(sw.res.GroupVersionKind())
+	case targetTable:
+		t := &metav1.Table{}
+		t.SetGroupVersionKind(tableGVK)
+		t.ResourceVersion = strconv.FormatInt(ev.Rev, 10)
+		return t, nil
+	default:
+		p := &metav1.PartialObjectMetadata{}
+		p.SetGroupVersionKind(pomGVK)
+		obj = p
+	}
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	acc.SetResourceVersion(strconv.FormatInt(ev.Rev, 10))
+	if ev.InitialEventsEnd {
+		acc.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+	}
+	return obj, nil
+}
+
+func (sw *watchStream) send(t watch.EventType, obj runtime.Object) error {
+	sw.buf.Reset()
+	if err := sw.n.info.Serializer.Encode(obj, &sw.buf); err != nil {
+		return fmt.Errorf("encoding watch event object: %w", err)
+	}
+	ev := &metav1.WatchEvent{Type: string(t), Object: runtime.RawExtension{Raw: sw.buf.Bytes()}}
+	frame := sw.n.info.StreamSerializer.Framer.NewFrameWriter(sw.w)
+	if err := sw.enc.Encode(ev, frame); err != nil {
+		return fmt.Errorf("writing watch event: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,211 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/leasehold/leasehold/internal/apiserver"
+	"github.com/leasehold/leasehold/internal/controller/namespaces"
+	"github.com/leasehold/leasehold/internal/discovery"
+	"github.com/leasehold/leasehold/internal/openapi"
+	"github.com/leasehold/leasehold/internal/pki"
+	"github.com/leasehold/leasehold/internal/registry"
+	nsregistry "github.com/leasehold/leasehold/internal/registry/namespace"
+	"github.com/leasehold/leasehold/internal/storage/embedded"
+	"github.com/leasehold/leasehold/internal/watchcache"
+)
+
+// Run serves until ctx ends, then shuts down gracefully: it stops accepting,
+// ends watches, lets in-flight requests finish, stops the controllers and the
+// cache, and closes the store.
+func Run(ctx context.Context, cfg Config) error {
+	cfg.defaults()
+	log := cfg.Logger
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("creating data dir: %w", err)
+	}
+	tlsConfig, ca, err := setupTLS(cfg)
+	if err != nil {
+		return err
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	storeMetrics := newStorageMetrics(reg)
+	store, err := embedded.Open(filepath.Join(cfg.DataDir, "db"), embedded.Options{
+		Logger:   log.With("component", "storage"),
+		OnCommit: storeMetrics.observeCommit,
+		Compaction: embedded.CompactionPolicy{
+			Interval: time.Minute, KeepFor: cfg.HistoryRetention, KeepRevisions: int64(cfg.WatchCacheWindow),
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("opening storage: %w", err)
+	}
+	defer func() {
+		if err := store.Close(); err != nil {
+			log.Error("closing storage", "err", err)
+		}
+	}()
+
+	scheme, err := registry.NewScheme()
+	if err != nil {
+		return err
+	}
+	resources := Resources(time.Now)
+	oa, err := openapi.New(resources, discovery.DefaultVersionInfo().GitVersion)
+	if err != nil {
+		return fmt.Errorf("building OpenAPI: %w", err)
+	}
+	apiMetrics := apiserver.NewMetrics(reg)
+	cache := watchcache.New(store, watchcache.Options{
+		Prefix:           "/registry/",
+		Decode:           apiserver.StorageDecoder(scheme, resources),
+		Window:           cfg.WatchCacheWindow,
+		BookmarkInterval: cfg.BookmarkInterval,
+		WatcherBuffer:    1000,
+		Logger:           log,
+	})
+
+	mux := http.NewServeMux()
+	discovery.New(resources, discovery.DefaultVersionInfo()).Register(mux)
+	oa.Register(mux)
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	ready := &readiness{}
+	for _, p := range []string{"/healthz", "/livez"} {
+		mux.HandleFunc(p, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	}
+	mux.HandleFunc("/readyz", ready.serve)
+
+	stopWatches := make(chan struct{})
+	api, err := apiserver.New(apiserver.Config{
+		Resources:     resources,
+		Scheme:        scheme,
+		Store:         store,
+		Cache:         cache,
+		TypeConverter: oa.TypeConverter(),
+		Authenticator: apiserver.CertAuthenticator{},
+		NonResource:   mux,
+		Metrics:       apiMetrics,
+		Logger:        log.With("component", "apiserver"),
+		StopWatches:   stopWatches,
+	})
+	if err != nil {
+		return fmt.Errorf("building API server: %w", err)
+	}
+
+	// Background work: the cache and the controllers share one context that
+	// ends after the HTTP server has drained.
+	bgCtx, stopBG := context.WithCancel(context.Background())
+	var bg sync.WaitGroup
+	defer func() {
+		stopBG()
+		bg.Wait()
+	}()
+	bg.Add(1)
+	go func() {
+		defer bg.Done()
+		if err := cache.Run(bgCtx); err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("watch cache stopped", "err", err)
+		}
+	}()
+	if err := cache.WaitReady(ctx); err != nil {
+		return fmt.Errorf("waiting for the watch cache: %w", err)
+	}
+	loopback, err := kubernetes.NewForConfig(api.LoopbackConfig(apiserver.User{Name: "system:apiserver", Groups: []string{"system:masters"}}))
+	if err != nil {
+		return fmt.Errorf("loopback client: %w", err)
+	}
+	if err := namespaces.Ensure(ctx, loopback, nsregistry.System); err != nil {
+		return err
+	}
+	bg.Add(1)
+	go func() {
+		defer bg.Done()
+		namespaces.Run(bgCtx, loopback, nsregistry.System, namespaces.Interval, log.With("controller", "namespaces"))
+	}()
+
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.SecurePort)))
+	if err != nil {
+		return fmt.Errorf("listening: %w", err)
+	}
+	addr := ln.Addr().String()
+	kubeconfig, err := ca.EnsureAdminKubeconfig(cfg.DataDir, "https://"+clientAddress(cfg.BindAddress, ln.Addr()))
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("writing admin kubeconfig: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           api,
+		TLSConfig:         tlsConfig,
+		ReadHeaderTimeout: 30 * time.Second,
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 2000},
+		ErrorLog:          nil,
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.ServeTLS(ln, "", "") }()
+	ready.set(true)
+	log.Info("serving", "address", "https://"+addr, "kubeconfig", kubeconfig, "dataDir", cfg.DataDir)
+	if cfg.Ready != nil {
+		cfg.Ready(addr, kubeconfig)
+	}
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		return fmt.Errorf("serving: %w", err)
+	}
+	log.Info("shutting down")
+	ready.set(false)
+	close(stopWatches)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		log.Error("graceful shutdown incomplete", "err", err)
+		_ = srv.Close()
+	}
+	<-serveErr
+	return nil
+}
+
+// clientAddress is the address clients should dial: a wildcard bind address
+// is reachable on loopback.
+func clientAddress(bind string, a net.Addr) string {
+	_, port, _ := net.SplitHostPort(a.String())
+	host := bind
+	if ip := net.ParseIP(bind); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+func setupTLS(cfg Config) (tlsConfigT, *pki.CA, error) {
+	ca, err := pki.EnsureCA(cfg.DataDir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("certificate authority: %w", err)
+	}
+	certFile, keyFile := cfg.TLSCertFile, cfg.TLSPrivateKey
+	if certFile == "" {
+		if certFile, keyFile, err = ca.EnsureServingCert(cfg.DataDir, []string{cfg.BindAddress}); err != nil {
+			return nil, nil, fmt.Errorf("serving certificate: %w", err)
+		}
+	}
+	tc, err := ca.ServerTLSConfig(certFile, keyFile, cfg.ClientCAFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("TLS config: %w", err)
+	}
+	return tc, ca, nil
+}
