@@ -64,13 +64,13 @@ type Config struct {
 
 // Server serves the resource API.
 type Server struct {
-	cfg       Config
-	codecs    serializer.CodecFactory
+	cfg        Config
+	codecs     serializer.CodecFactory
 	storageEnc runtime.Encoder
 	storageDec runtime.Decoder
-	managers  map[*registry.Resource]*fieldManagers
-	logger    *slog.Logger
-	now       func() time.Time
+	managers   map[*registry.Resource]*fieldManagers
+	logger     *slog.Logger
+	now        func() time.Time
 }
 
 // New builds a Server.

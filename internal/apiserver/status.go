@@ -2,9 +2,9 @@ package apiserver
 
 import (
 	"errors"
-	"strings"
 	"fmt"
 	"net/http"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -12,13 +12,13 @@ import (
 
 // Config is what `leasehold serve` is told by its flags.
 type Config struct {
-	DataDir        string
-	BindAddress    string
-	SecurePort     int
-	TLSCertFile    string
-	TLSPrivateKey  string
-	ClientCAFile   string
-	Logger         *slog.Logger
+	DataDir       string
+	BindAddress   string
+	SecurePort    int
+	TLSCertFile   string
+	TLSPrivateKey string
+	ClientCAFile  string
+	Logger        *slog.Logger
 	// ShutdownTimeout bounds the wait for in-flight requests on shutdown.
 	ShutdownTimeout time.Duration
 	// WatchCacheWindow is the number of recent events kept for watches.
