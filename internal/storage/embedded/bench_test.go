@@ -1,0 +1,121 @@
+package embedded
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// leaseValue is about the size of a protobuf-encoded Lease.
+var leaseValue = make([]byte, 300)
+
+const benchWriters = 64
+
+// commitCounter counts batches and writes through Options.OnCommit.
+type commitCounter struct {
+	batches, writes atomic.Int64
+}
+
+func (c *commitCounter) onCommit(n int, _ time.Duration) {
+	c.batches.Add(1)
+	c.writes.Add(int64(n))
+}
+
+// report adds the figures the benchmarks exist for: throughput, fsyncs (one
+// per batch) and the average batch size.
+func (c *commitCounter) report(b *testing.B, elapsed time.Duration) {
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "writes/s")
+	b.ReportMetric(float64(c.batches.Load())/elapsed.Seconds(), "fsyncs/s")
+	if n := c.batches.Load(); n > 0 {
+		b.ReportMetric(float64(c.writes.Load())/float64(n), "writes/batch")
+	}
+}
+
+func BenchmarkUpdateSequential(b *testing.B) {
+	ctx := context.Background()
+	var c commitCounter
+	s := openTest(b, Options{OnCommit: c.onCommit})
+	rev, err := s.Create(ctx, "/registry/leases/ns/one", leaseValue)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c = commitCounter{}
+	b.ResetTimer()
+	start := time.Now()
+	for range b.N {
+		if rev, err = s.Update(ctx, "/registry/leases/ns/one", rev, leaseValue); err != nil {
+			b.Fatal(err)
+		}
+	}
+	c.report(b, time.Since(start))
+}
+
+// BenchmarkUpdateParallel64 is the lease-renewal load: 64 writers, each
+// updating its own key with its current revision.
+func BenchmarkUpdateParallel64(b *testing.B) {
+	ctx := context.Background()
+	var c commitCounter
+	s := openTest(b, Options{OnCommit: c.onCommit})
+	revs := make([]int64, benchWriters)
+	for w := range benchWriters {
+		rev, err := s.Create(ctx, fmt.Sprintf("/registry/leases/ns/node-%d", w), leaseValue)
+		if err != nil {
+			b.Fatal(err)
+		}
+		revs[w] = rev
+	}
+	c = commitCounter{}
+	b.ResetTimer()
+	start := time.Now()
+	runWriters(b, func(w int) error {
+		rev, err := s.Update(ctx, fmt.Sprintf("/registry/leases/ns/node-%d", w), revs[w], leaseValue)
+		revs[w] = rev
+		return err
+	})
+	c.report(b, time.Since(start))
+}
+
+// runWriters spreads b.N calls of write over benchWriters goroutines; writer
+// w only ever touches its own state, so write needs no locking.
+func runWriters(b *testing.B, write func(w int) error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range benchWriters {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				if err := write(w); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func BenchmarkGet(b *testing.B) {
+	ctx := context.Background()
+	s := openTest(b, Options{})
+	const keys = 1000
+	for i := range keys {
+		if _, err := s.Create(ctx, fmt.Sprintf("/registry/leases/ns/node-%d", i), leaseValue); err != nil {
+			b.Fatal(err)
+		}
+	}
+	names := make([]string, keys)
+	for i := range names {
+		names[i] = fmt.Sprintf("/registry/leases/ns/node-%d", i)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		if _, err := s.Get(ctx, names[i%keys]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
