@@ -1,0 +1,159 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// The tests in this file drive a real server: the integrator points
+// LEASEHOLD_TEST_KUBECONFIG at a running `leasehold serve` (any
+// Kubernetes-compatible server works). They skip, saying so, without it.
+const kubeconfigEnv = "LEASEHOLD_TEST_KUBECONFIG"
+
+func serverConfig(t *testing.T) *rest.Config {
+	t.Helper()
+	path := os.Getenv(kubeconfigEnv)
+	if path == "" {
+		t.Skipf("end-to-end bench test skipped: set %s to the kubeconfig of a running server", kubeconfigEnv)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatalf("loading %s: %v", path, err)
+	}
+	return cfg
+}
+
+// newTestClients builds clients and closes their connections when the test ends.
+func newTestClients(t *testing.T, contentType string) *Clients {
+	t.Helper()
+	clients, err := NewClients(serverConfig(t), contentType, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(clients.Close)
+	return clients
+}
+
+func testNamespace(what string) string {
+	return fmt.Sprintf("bench-e2e-%s-%d", what, time.Now().UnixNano()%1_000_000)
+}
+
+func TestE2EMaxRenewsEveryLease(t *testing.T) {
+	for _, ct := range []string{ContentTypeJSON, ContentTypeProtobuf} {
+		t.Run(ct, func(t *testing.T) {
+			clients := newTestClients(t, ct)
+			cfg := Config{Namespace: testNamespace("max-"+ct), Clients: 4, Leases: 10, Duration: 1500 * time.Millisecond}
+			before := time.Now()
+			res, err := RunMax(context.Background(), cfg, clients.Factory())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s", res)
+			if res.Ops < 10 || res.ErrorsTotal != 0 || res.P99Ms <= 0 {
+				t.Fatalf("want at least one renewal per lease and no errors: %s", res)
+			}
+			// Every lease, including the last of the uneven partition, was renewed during the run.
+			client, _ := clients.Factory()(0)
+			list, err := client.CoordinationV1().Leases(cfg.Namespace).List(context.Background(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(list.Items) != 10 {
+				t.Fatalf("%d leases in %s, want 10", len(list.Items), cfg.Namespace)
+			}
+			for _, l := range list.Items {
+				if l.Spec.RenewTime == nil || !l.Spec.RenewTime.After(before) || l.Spec.HolderIdentity == nil {
+					t.Errorf("lease %s not renewed during the run: %+v", l.Name, l.Spec)
+				}
+			}
+		})
+	}
+}
+
+func TestE2ERateKeepsTheSchedule(t *testing.T) {
+	clients := newTestClients(t, ContentTypeProtobuf)
+	// 40 nodes every 400 ms is 100 renewals a second, for 2 s.
+	cfg := Config{Namespace: testNamespace("rate"), Clients: 4, Nodes: 40, Interval: 400 * time.Millisecond, Duration: 2 * time.Second}
+	res, err := RunRate(context.Background(), cfg, clients.Factory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s", res)
+	if res.ErrorsTotal != 0 {
+		t.Fatalf("errors at 100 renewals/s: %s", res)
+	}
+	// The schedule hands out at most 5 rounds plus the one in flight at the
+	// end; a loaded machine may finish fewer.
+	if res.Ops < 100 || res.Ops > 6*40 {
+		t.Fatalf("%d renewals of 40 nodes every 400ms over 2s, want about 200", res.Ops)
+	}
+}
+
+// renewOne sets up one lease and returns what renewing it needs.
+func renewOne(t *testing.T) (*renewer, *leaseSlot, *Clients) {
+	t.Helper()
+	clients := newTestClients(t, ContentTypeProtobuf)
+	cfg := Config{Namespace: testNamespace("one"), Clients: 1}.withDefaults()
+	client, _ := clients.Factory()(0)
+	if err := ensureNamespace(context.Background(), client, cfg.Namespace, cfg.RequestTimeout); err != nil {
+		t.Fatal(err)
+	}
+	slot := &leaseSlot{name: "n1", holder: "n1"}
+	if err := ensureLeases(context.Background(), cfg, clients.sets[:1], []*leaseSlot{slot}); err != nil {
+		t.Fatal(err)
+	}
+	return &renewer{cfg: cfg, rec: NewRecorder()}, slot, clients
+}
+
+func TestE2EConflictIsCountedAndRecovered(t *testing.T) {
+	r, slot, clients := renewOne(t)
+	client, _ := clients.Factory()(0)
+	ctx := context.Background()
+	// Another writer renews the lease, so the cached resourceVersion is stale.
+	other := slot.lease.DeepCopy()
+	other.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+	if _, err := client.CoordinationV1().Leases(r.cfg.Namespace).Update(ctx, other, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	stale := slot.lease.ResourceVersion
+	if !r.renew(ctx, client, slot) {
+		t.Fatal("renewal after a conflict failed")
+	}
+	tot := r.rec.Totals()
+	if tot.Errors[KindConflict] != 1 || tot.Latency.Count() != 1 {
+		t.Fatalf("errors %v and %d successes, want one conflict then one success", tot.Errors, tot.Latency.Count())
+	}
+	if slot.lease.ResourceVersion == stale {
+		t.Errorf("cached lease still at the stale resourceVersion %s", stale)
+	}
+}
+
+func TestE2EDeletedLeaseIsRecreated(t *testing.T) {
+	r, slot, clients := renewOne(t)
+	client, _ := clients.Factory()(0)
+	ctx := context.Background()
+	if err := client.CoordinationV1().Leases(r.cfg.Namespace).Delete(ctx, slot.name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	oldUID := slot.lease.UID
+	if !r.renew(ctx, client, slot) {
+		t.Fatal("renewal of a deleted lease failed")
+	}
+	// Kubernetes answers an update of a deleted object that still carries its
+	// uid with 409 (the uid precondition fails); a server answering 404 is
+	// handled the same way: GET finds nothing, so the lease is created anew.
+	tot := r.rec.Totals()
+	if tot.Errors[KindConflict]+tot.Errors["NotFound"] != 1 || len(tot.Errors) != 1 || tot.Latency.Count() != 1 {
+		t.Fatalf("errors %v and %d successes, want one conflict (or NotFound) then one success", tot.Errors, tot.Latency.Count())
+	}
+	if slot.lease.UID == oldUID {
+		t.Errorf("lease not recreated: uid still %s", oldUID)
+	}
+}
