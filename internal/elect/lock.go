@@ -1,0 +1,138 @@
+package elect
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	rl "k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// trackingLock wraps client-go's LeaseLock to learn what the elector read
+// and wrote, without changing what it writes, for two reasons:
+//
+//   - the fencing token must be the leaseTransitions that this elector wrote
+//     when it acquired, compared with the value it replaced (fencing.go);
+//   - a release must never clear a lease that someone else holds, and must
+//     wait until the command has stopped (see Update).
+//
+// The elector calls Get, Create, Update and RecordEvent from the goroutine
+// running LeaderElector.Run only; the mutex is for readers in other
+// goroutines (the leading goroutine and the event flush).
+type trackingLock struct {
+	inner rl.Interface
+	// beforeRelease stops the command and returns once it has exited; it is
+	// called before a release is written.
+	beforeRelease func()
+
+	mu       sync.Mutex
+	lastGet  *rl.LeaderElectionRecord // record returned by the latest Get
+	acquired bool                     // first successful write seen
+	acq      acquisition
+	recorded int // events handed to the recorder
+}
+
+// acquisition describes the write that made this elector the leader.
+type acquisition struct {
+	created bool // the lease did not exist and was created
+	// written is the record the elector wrote; previous the one it
+	// replaced (only when !created).
+	written, previous rl.LeaderElectionRecord
+}
+
+// errForeignRelease refuses a release of a lease this elector does not hold.
+var errForeignRelease = errors.New("refusing to release a lease held by another identity")
+
+func newTrackingLock(inner rl.Interface, beforeRelease func()) *trackingLock {
+	return &trackingLock{inner: inner, beforeRelease: beforeRelease}
+}
+
+func (l *trackingLock) Get(ctx context.Context) (*rl.LeaderElectionRecord, []byte, error) {
+	rec, raw, err := l.inner.Get(ctx)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		l.lastGet = nil
+		return rec, raw, err
+	}
+	cp := *rec
+	l.lastGet = &cp
+	return rec, raw, nil
+}
+
+func (l *trackingLock) Create(ctx context.Context, ler rl.LeaderElectionRecord) error {
+	if err := l.inner.Create(ctx, ler); err != nil {
+		return err
+	}
+	l.noteWrite(ler, true)
+	return nil
+}
+
+// Update passes renewals and takeovers through. A release (client-go
+// writes an empty holder) first stops the command, because releasing lets
+// another candidate start at once. It is refused when the Get that
+// client-go made just before shows another holder: client-go (v0.37)
+// decides from its cached observation, not that fresh Get, whether it
+// still leads, so after losing the lease it would otherwise clear the new
+// leader's holderIdentity with a perfectly valid resourceVersion.
+func (l *trackingLock) Update(ctx context.Context, ler rl.LeaderElectionRecord) error {
+	if ler.HolderIdentity == "" {
+		l.mu.Lock()
+		last := l.lastGet
+		l.mu.Unlock()
+		if last == nil || last.HolderIdentity != l.inner.Identity() {
+			return errForeignRelease
+		}
+		l.beforeRelease()
+		// Stopping the command may have outlived the caller's deadline;
+		// the release is still worth writing, and the resourceVersion
+		// read by that Get guarantees it only lands if nobody wrote since.
+		if ctx.Err() != nil {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+			defer cancel()
+		}
+		return l.inner.Update(ctx, ler)
+	}
+	if err := l.inner.Update(ctx, ler); err != nil {
+		return err
+	}
+	l.noteWrite(ler, false)
+	return nil
+}
+
+func (l *trackingLock) noteWrite(written rl.LeaderElectionRecord, created bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.acquired {
+		return
+	}
+	l.acquired = true
+	l.acq = acquisition{created: created, written: written}
+	if !created && l.lastGet != nil {
+		l.acq.previous = *l.lastGet
+	}
+}
+
+// acquisitionRecord reports the acquiring write, if there was one.
+func (l *trackingLock) acquisitionRecord() (acquisition, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.acq, l.acquired
+}
+
+func (l *trackingLock) RecordEvent(s string) {
+	l.mu.Lock()
+	l.recorded++
+	l.mu.Unlock()
+	l.inner.RecordEvent(s)
+}
+
+func (l *trackingLock) recordedEvents() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.recorded
+}
+
+func (l *trackingLock) Identity() string { return l.inner.Identity() }
+func (l *trackingLock) Describe() string { return l.inner.Describe() }
