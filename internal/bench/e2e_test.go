@@ -49,7 +49,7 @@ func TestE2EMaxRenewsEveryLease(t *testing.T) {
 	for _, ct := range []string{ContentTypeJSON, ContentTypeProtobuf} {
 		t.Run(ct, func(t *testing.T) {
 			clients := newTestClients(t, ct)
-			cfg := Config{Namespace: testNamespace("max-"+ct), Clients: 4, Leases: 10, Duration: 1500 * time.Millisecond}
+			cfg := Config{Namespace: testNamespace("max-" + ct), Clients: 4, Leases: 10, Duration: 1500 * time.Millisecond}
 			before := time.Now()
 			res, err := RunMax(context.Background(), cfg, clients.Factory())
 			if err != nil {
@@ -155,5 +155,33 @@ func TestE2EDeletedLeaseIsRecreated(t *testing.T) {
 	}
 	if slot.lease.UID == oldUID {
 		t.Errorf("lease not recreated: uid still %s", oldUID)
+	}
+}
+
+func TestE2ESecondRunAdoptsExistingLeases(t *testing.T) {
+	clients := newTestClients(t, ContentTypeProtobuf)
+	cfg := Config{Namespace: testNamespace("again"), Clients: 2, Leases: 5, Duration: 500 * time.Millisecond}
+	for run := range 2 {
+		res, err := RunMax(context.Background(), cfg, clients.Factory())
+		if err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+		if res.Ops == 0 || res.ErrorsTotal != 0 {
+			t.Fatalf("run %d: %s", run, res)
+		}
+	}
+	// The second run found the first run's leases (listed, not created): a
+	// stale cached object would have shown up as a conflict above.
+	w, err := NewMaxWorkload(cfg, clients.Factory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Setup(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range w.slots {
+		if s.lease == nil || s.lease.ResourceVersion == "" || s.lease.Spec.RenewTime == nil {
+			t.Errorf("slot %s holds no server object after setup: %+v", s.name, s.lease)
+		}
 	}
 }

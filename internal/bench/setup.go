@@ -52,10 +52,18 @@ func newLease(namespace, name, holder string, durationSeconds int32, now time.Ti
 	}
 }
 
-// ensureLeases creates every slot's lease, or reads it if it already exists,
-// so that each slot holds the server's current object. Worker w of clients
-// handles slots w, w+len(clients), ...; the first error stops the rest.
+// listPageSize bounds each page of the LIST that finds existing leases.
+const listPageSize = 1000
+
+// ensureLeases makes every slot hold the server's current object for its
+// lease: leases left by an earlier run are found with one paged LIST (a
+// second run over 100,000 nodes should not cost 200,000 requests), the rest
+// are created concurrently. Worker w of clients creates slots w,
+// w+len(clients), ...; the first error stops the rest.
 func ensureLeases(ctx context.Context, cfg Config, clients []kubernetes.Interface, slots []*leaseSlot) error {
+	if err := adoptExisting(ctx, cfg, clients[0], slots); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -66,6 +74,9 @@ func ensureLeases(ctx context.Context, cfg Config, clients []kubernetes.Interfac
 	for w, client := range clients {
 		wg.Go(func() {
 			for i := w; i < len(slots) && ctx.Err() == nil; i += len(clients) {
+				if slots[i].lease != nil {
+					continue
+				}
 				if err := ensureLease(ctx, cfg, client, slots[i]); err != nil {
 					errOnce.Do(func() { firstErr = err; cancel() })
 					return
@@ -78,6 +89,33 @@ func ensureLeases(ctx context.Context, cfg Config, clients []kubernetes.Interfac
 		return firstErr
 	}
 	return ctx.Err()
+}
+
+// adoptExisting fills the slots whose lease already exists in the namespace.
+func adoptExisting(ctx context.Context, cfg Config, client kubernetes.Interface, slots []*leaseSlot) error {
+	byName := make(map[string]*leaseSlot, len(slots))
+	for _, s := range slots {
+		byName[s.name] = s
+	}
+	opts := metav1.ListOptions{Limit: listPageSize}
+	for {
+		rctx, cancel := context.WithTimeout(ctx, cfg.RequestTimeout)
+		page, err := client.CoordinationV1().Leases(cfg.Namespace).List(rctx, opts)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("listing existing leases in %q: %w", cfg.Namespace, err)
+		}
+		for i := range page.Items {
+			if s, ok := byName[page.Items[i].Name]; ok {
+				lease := page.Items[i]
+				s.lease = &lease
+			}
+		}
+		if page.Continue == "" {
+			return nil
+		}
+		opts.Continue = page.Continue
+	}
 }
 
 func ensureLease(ctx context.Context, cfg Config, client kubernetes.Interface, slot *leaseSlot) error {
