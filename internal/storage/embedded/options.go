@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -77,6 +78,10 @@ type pebbleLogger struct{ log *slog.Logger }
 var _ pebble.Logger = pebbleLogger{}
 
 func (l pebbleLogger) Infof(format string, args ...any) {
+	// Formatting is skipped unless someone reads Debug: pebble logs often.
+	if !l.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
 	l.log.Debug(fmt.Sprintf(format, args...), "component", "pebble")
 }
 
