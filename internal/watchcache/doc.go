@@ -12,7 +12,7 @@
 //   - The event window holds at most Options.Window events in revision order
 //     (strictly increasing, except that the synthetic deletions of a re-list
 //     share the re-list's revision). Events with revision < OldestRevision() are
-//     gone: a watch from R needs R >= OldestRevision()-1, else ErrTooOld.
+//     gone: a watch from R needs R >= OldestRevision()-1, else *TooOldError.
 //   - A watcher sees every matching change after its start revision exactly
 //     once, in revision order, with no gaps; it reads the shared window through
 //     its own cursor, so the dispatcher never waits on (or copies for) any
