@@ -42,11 +42,20 @@ import (
 // fencingToken returns the token for an acquisition, bumping the lease's
 // transitions first when the acquisition itself did not increase them.
 func fencingToken(ctx context.Context, c kubernetes.Interface, ns, name, identity string, acq acquisition, retry time.Duration) (int64, error) {
-	written := int64(acq.written.LeaderTransitions)
-	if acq.created || written > int64(acq.previous.LeaderTransitions) {
-		return written, nil
+	if token, ok := acquisitionToken(acq); ok {
+		return token, nil
 	}
 	return bumpTransitions(ctx, c, ns, name, identity, retry)
+}
+
+// acquisitionToken is the token an acquisition wrote, and false when that
+// value is not known to exceed every earlier token (case 3 above).
+func acquisitionToken(acq acquisition) (int64, bool) {
+	written := int64(acq.written.LeaderTransitions)
+	if acq.created || written > int64(acq.previous.LeaderTransitions) {
+		return written, true
+	}
+	return 0, false
 }
 
 // bumpTransitions adds 1 to the lease's leaseTransitions if identity holds
