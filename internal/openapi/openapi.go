@@ -3,7 +3,10 @@ package openapi
 import (
 	"fmt"
 	"net/http"
+	"reflect"
+	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/kube-openapi/pkg/builder"
 	"k8s.io/kube-openapi/pkg/builder3"
@@ -34,12 +37,16 @@ func New(resources *registry.Set, version string) (*OpenAPI, error) {
 	if err != nil {
 		return nil, fmt.Errorf("openapi: %w", err)
 	}
+	// The reference form does not matter here: these definitions are only
+	// looked up by name and read for the option types' properties.
+	defs := GetOpenAPIDefinitions(func(string) spec.Ref { return spec.Ref{} })
+	if err := checkModels(resources, defs); err != nil {
+		return nil, err
+	}
 	namer := newDefinitionNamer(scheme, resources)
 	info := &spec.Info{InfoProps: spec.InfoProps{Title: "Kubernetes", Version: version}}
 
-	// The reference form does not matter here: only the option types'
-	// property names, types and descriptions are read.
-	opts, err := newOptionParams(GetOpenAPIDefinitions(func(string) spec.Ref { return spec.Ref{} }))
+	opts, err := newOptionParams(defs)
 	if err != nil {
 		return nil, fmt.Errorf("openapi: query parameters: %w", err)
 	}
@@ -95,6 +102,26 @@ func New(resources *registry.Set, version string) (*OpenAPI, error) {
 		return nil, err
 	}
 	return &OpenAPI{v2: v2, v3: v3, handler: h, typeConverter: tc}, nil
+}
+
+// checkModels verifies that every served type has a generated definition of
+// its own, so a missing package in generate.sh fails with the resource's
+// name rather than deep inside the builder. The builders find a definition through the type's
+// OpenAPIModelName method, which a type without one inherits from an
+// embedded metav1.TypeMeta or ObjectMeta: the kind would then be published,
+// and applied, as TypeMeta.
+func checkModels(resources *registry.Set, defs map[string]common.OpenAPIDefinition) error {
+	for _, r := range resources.All() {
+		for _, obj := range []runtime.Object{r.New(), r.NewList()} {
+			model := util.GetCanonicalTypeName(obj)
+			_, generated := defs[model]
+			if !generated || !strings.HasSuffix(model, "."+reflect.TypeOf(obj).Elem().Name()) {
+				return fmt.Errorf("openapi: resource %s: type %T has no OpenAPI model of its own (it reports %q); add its package to generate.sh",
+					r.GroupVersionResource(), obj, model)
+			}
+		}
+	}
+	return nil
 }
 
 // containers selects the services of one v3 document, or all of them when
