@@ -1,0 +1,441 @@
+package agent
+
+// End-to-end tests against a real API server (leasehold serve, or any
+// Kubernetes cluster you may write Nodes to). They run only when
+// LEASEHOLD_TEST_KUBECONFIG names a kubeconfig file, for example:
+//
+//	LEASEHOLD_TEST_KUBECONFIG=leasehold-data/admin.kubeconfig go test -run E2E -v ./internal/agent/
+//
+// Each test uses its own node name and deletes its Node and Lease at the end.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
+)
+
+const e2eKubeconfigEnv = "LEASEHOLD_TEST_KUBECONFIG"
+
+// e2eTimings keep the tests short: a 8 s lease renewed every 2 s, status
+// computed every 2 s and reported every 6 s.
+func e2eConfig(node string) Config {
+	cfg := DefaultConfig(node)
+	cfg.LeaseDurationSeconds = 8
+	cfg.NodeStatusUpdateFrequency = 2 * time.Second
+	cfg.NodeStatusReportFrequency = 6 * time.Second
+	cfg.Version = "leasehold-e2e"
+	cfg.NodeLabels = map[string]string{"leasehold.test/e2e": "true"}
+	return cfg
+}
+
+// e2eEnv is a checking client on the server under test.
+type e2eEnv struct {
+	restConfig *rest.Config
+	client     kubernetes.Interface
+}
+
+func newE2EEnv(t *testing.T) *e2eEnv {
+	t.Helper()
+	path := os.Getenv(e2eKubeconfigEnv)
+	if path == "" {
+		t.Skipf("end-to-end test skipped: set %s to a kubeconfig of a running API server (e.g. leasehold serve's leasehold-data/admin.kubeconfig)", e2eKubeconfigEnv)
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatalf("load %s=%s: %v", e2eKubeconfigEnv, path, err)
+	}
+	rc.UserAgent = "leasehold-agent-e2e"
+	httpClient, err := rest.HTTPClientFor(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The shared transport's pooled connections own goroutines; drop them
+	// so goleak sees a clean process.
+	t.Cleanup(httpClient.CloseIdleConnections)
+	client, err := kubernetes.NewForConfigAndClient(rc, httpClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &e2eEnv{restConfig: rc, client: client}
+}
+
+func e2eNodeName(prefix string) string {
+	return fmt.Sprintf("leasehold-e2e-%s-%08x", prefix, rand.Uint32())
+}
+
+// cleanupNode deletes the test's Node and Lease when the test ends.
+func (e *e2eEnv) cleanupNode(t *testing.T, node string) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := e.client.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("cleanup: delete node %s: %v", node, err)
+		}
+		if err := e.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Delete(ctx, node, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("cleanup: delete lease %s: %v", node, err)
+		}
+	})
+}
+
+// lockedBuffer collects an agent's log lines for assertions.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// runningAgent is an agent started by a test; stop ends it and checks that
+// Run returned nil promptly.
+type runningAgent struct {
+	logs *lockedBuffer
+	stop func()
+}
+
+// startAgent runs an agent for cfg the way the command does: protobuf,
+// separate heartbeat client, idle connections closed on repeated failure.
+func (e *e2eEnv) startAgent(t *testing.T, cfg Config) *runningAgent {
+	t.Helper()
+	rc := rest.CopyConfig(e.restConfig)
+	rc.UserAgent = "leasehold-agent-e2e"
+	UseProtobuf(rc)
+	clients, err := NewClients(rc, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.OnRepeatedHeartbeatFailure = clients.CloseIdleHeartbeatConnections
+	logs := &lockedBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	a, err := New(clients.Client, clients.Heartbeat, cfg, clock.RealClock{}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("agent Run returned %v, want nil", err)
+				}
+			case <-time.After(15 * time.Second):
+				t.Errorf("agent did not stop within 15s of cancel")
+			}
+			clients.CloseIdleHeartbeatConnections()
+		})
+	}
+	t.Cleanup(func() {
+		stop()
+		if t.Failed() {
+			t.Logf("agent %s logs:\n%s", cfg.NodeName, logs.String())
+		}
+	})
+	return &runningAgent{logs: logs, stop: stop}
+}
+
+// eventually polls cond every 100 ms until it returns nil or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var err error
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err = cond(ctx)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not true after %s: %v", what, timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (e *e2eEnv) getLease(ctx context.Context, name string) (*coordinationv1.Lease, error) {
+	return e.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, name, metav1.GetOptions{})
+}
+
+// waitOwnedLease waits until the node's lease exists and is owned by the
+// Node with uid nodeUID.
+func (e *e2eEnv) waitOwnedLease(t *testing.T, name string, nodeUID types.UID, timeout time.Duration) *coordinationv1.Lease {
+	t.Helper()
+	var lease *coordinationv1.Lease
+	eventually(t, timeout, "lease "+name+" owned by node uid "+string(nodeUID), func(ctx context.Context) error {
+		l, err := e.getLease(ctx, name)
+		if err != nil {
+			return err
+		}
+		if len(l.OwnerReferences) != 1 || l.OwnerReferences[0].UID != nodeUID {
+			return fmt.Errorf("ownerReferences = %+v", l.OwnerReferences)
+		}
+		lease = l
+		return nil
+	})
+	return lease
+}
+
+// waitReadyNode waits until the Node exists with Ready=True from the agent.
+func (e *e2eEnv) waitReadyNode(t *testing.T, name string, timeout time.Duration) *corev1.Node {
+	t.Helper()
+	var node *corev1.Node
+	eventually(t, timeout, "node "+name+" Ready", func(ctx context.Context) error {
+		n, err := e.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		c := findCondition(n.Status.Conditions, corev1.NodeReady)
+		if c == nil || c.Status != corev1.ConditionTrue {
+			return fmt.Errorf("Ready condition = %+v", c)
+		}
+		node = n
+		return nil
+	})
+	return node
+}
+
+// logMark is a position in an agent's log, so a test can look only at what
+// was logged after some event.
+func (a *runningAgent) logMark() int { return len(a.logs.String()) }
+
+// waitLog waits until the agent logs line after mark.
+func waitLog(t *testing.T, a *runningAgent, mark int, timeout time.Duration, line string) {
+	t.Helper()
+	eventually(t, timeout, "agent logs "+line, func(context.Context) error {
+		if strings.Contains(a.logs.String()[mark:], line) {
+			return nil
+		}
+		return errors.New("not logged yet")
+	})
+}
+
+// TestE2ENodeHeartbeat is scenario 1: the agent registers its Node and
+// creates and renews its lease with the kubelet's fields.
+func TestE2ENodeHeartbeat(t *testing.T) {
+	e := newE2EEnv(t)
+	name := e2eNodeName("hb")
+	e.cleanupNode(t, name)
+	cfg := e2eConfig(name)
+	agent := e.startAgent(t, cfg)
+
+	node := e.waitReadyNode(t, name, 20*time.Second)
+	for k, v := range map[string]string{"kubernetes.io/hostname": name, "kubernetes.io/os": defaultNodeLabels(name)["kubernetes.io/os"], "leasehold.test/e2e": "true"} {
+		if node.Labels[k] != v {
+			t.Errorf("node label %s = %q, want %q", k, node.Labels[k], v)
+		}
+	}
+	if node.Status.NodeInfo.KubeletVersion != "leasehold-e2e" {
+		t.Errorf("kubeletVersion = %q", node.Status.NodeInfo.KubeletVersion)
+	}
+	ready := findCondition(node.Status.Conditions, corev1.NodeReady)
+	if ready.Reason != "KubeletReady" || ready.Message != "kubelet is posting ready status" || ready.LastHeartbeatTime.IsZero() || ready.LastTransitionTime.IsZero() {
+		t.Errorf("Ready condition = %+v", ready)
+	}
+
+	lease := e.waitOwnedLease(t, name, node.UID, 20*time.Second)
+	ref := lease.OwnerReferences[0]
+	if ref.APIVersion != "v1" || ref.Kind != "Node" || ref.Name != name || ref.Controller != nil || ref.BlockOwnerDeletion != nil {
+		t.Errorf("ownerReference = %+v, want {v1 Node %s uid} without controller/blockOwnerDeletion", ref, name)
+	}
+	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != name {
+		t.Errorf("holderIdentity = %v, want %s", lease.Spec.HolderIdentity, name)
+	}
+	if lease.Spec.LeaseDurationSeconds == nil || *lease.Spec.LeaseDurationSeconds != cfg.LeaseDurationSeconds {
+		t.Errorf("leaseDurationSeconds = %v, want %d", lease.Spec.LeaseDurationSeconds, cfg.LeaseDurationSeconds)
+	}
+	if lease.Spec.AcquireTime != nil || lease.Spec.LeaseTransitions != nil {
+		t.Errorf("agent set acquireTime/leaseTransitions: %+v", lease.Spec)
+	}
+	if lease.Spec.RenewTime == nil {
+		t.Fatal("lease has no renewTime")
+	}
+
+	// Renewals: renewTime strictly increases, about every RenewInterval,
+	// on the same object (no re-creation).
+	first := lease.Spec.RenewTime.Time
+	eventually(t, 3*cfg.RenewInterval()+5*time.Second, "renewTime moves forward", func(ctx context.Context) error {
+		l, err := e.getLease(ctx, name)
+		if err != nil {
+			return err
+		}
+		if l.UID != lease.UID {
+			return fmt.Errorf("lease re-created: uid %s -> %s", lease.UID, l.UID)
+		}
+		if !l.Spec.RenewTime.Time.After(first) {
+			return fmt.Errorf("renewTime still %v", l.Spec.RenewTime)
+		}
+		if gap := l.Spec.RenewTime.Time.Sub(first); gap < cfg.RenewInterval()*9/10 {
+			return fmt.Errorf("renewed after %s, faster than the %s interval", gap, cfg.RenewInterval())
+		}
+		return nil
+	})
+	agent.stop()
+	// The lease loop may run before registration has created the Node and
+	// then skips creating an ownerless lease (as the kubelet does); any other
+	// error in a healthy run is a bug.
+	for line := range strings.Lines(agent.logs.String()) {
+		if strings.Contains(line, "level=ERROR") && !strings.Contains(line, "Failed to get node when trying to set owner ref to the node lease") {
+			t.Errorf("healthy run logged an error: %s", line)
+		}
+	}
+}
+
+// TestE2ELeaseDeletedIsRecreated: deleting only the lease makes the next
+// renewal fail (409 on the uid precondition, or 404), fall back to GET and
+// create a new lease with a new uid, owned by the same Node.
+func TestE2ELeaseDeletedIsRecreated(t *testing.T) {
+	e := newE2EEnv(t)
+	name := e2eNodeName("lease")
+	e.cleanupNode(t, name)
+	cfg := e2eConfig(name)
+	agent := e.startAgent(t, cfg)
+	node := e.waitReadyNode(t, name, 20*time.Second)
+	old := e.waitOwnedLease(t, name, node.UID, 20*time.Second)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	mark := agent.logMark()
+	if err := e.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete lease: %v", err)
+	}
+	eventually(t, 3*cfg.RenewInterval()+5*time.Second, "lease re-created", func(ctx context.Context) error {
+		l, err := e.getLease(ctx, name)
+		if err != nil {
+			return err
+		}
+		if l.UID == old.UID {
+			return errors.New("still the old lease")
+		}
+		if len(l.OwnerReferences) != 1 || l.OwnerReferences[0].UID != node.UID {
+			return fmt.Errorf("new lease ownerReferences = %+v", l.OwnerReferences)
+		}
+		return nil
+	})
+	waitLog(t, agent, mark, time.Second, "failed to update lease using latest lease, fallback to ensure lease")
+}
+
+// TestE2ENodeDeletedThenReregistered is scenario 3: after kubectl delete
+// node (and the garbage collector deleting the lease) the running agent
+// keeps going, logs like the kubelet, and creates no ownerless lease; a
+// restarted agent registers a new Node and a new owned lease.
+func TestE2ENodeDeletedThenReregistered(t *testing.T) {
+	e := newE2EEnv(t)
+	name := e2eNodeName("del")
+	e.cleanupNode(t, name)
+	cfg := e2eConfig(name)
+	first := e.startAgent(t, cfg)
+	oldNode := e.waitReadyNode(t, name, 20*time.Second)
+	oldLease := e.waitOwnedLease(t, name, oldNode.UID, 20*time.Second)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	background := metav1.DeletePropagationBackground
+	mark := first.logMark()
+	if err := e.client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &background}); err != nil {
+		t.Fatalf("delete node: %v", err)
+	}
+	eventually(t, 10*time.Second, "node gone", func(ctx context.Context) error {
+		_, err := e.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("node GET: %v", err)
+	})
+	// Stand in for the garbage collector if the server has none; with one,
+	// the lease may already be gone.
+	if err := e.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatalf("delete lease: %v", err)
+	}
+
+	waitLog(t, first, mark, 3*cfg.RenewInterval()+5*time.Second, "Failed to get node when trying to set owner ref to the node lease")
+	waitLog(t, first, mark, 2*cfg.NodeStatusUpdateFrequency+10*time.Second, "Error updating node status, will retry")
+	waitLog(t, first, mark, 10*time.Second, "update node status exceeds retry count")
+	// While the Node is gone the agent neither re-registers nor creates a
+	// lease the garbage collector could not tie to an owner.
+	time.Sleep(2 * cfg.RenewInterval())
+	if _, err := e.getLease(ctx, name); !apierrors.IsNotFound(err) {
+		t.Fatalf("lease while node deleted: err = %v, want NotFound", err)
+	}
+	if _, err := e.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("node re-registered by the running agent: err = %v, want NotFound", err)
+	}
+	first.stop()
+
+	// Restart: a new Node (new uid) and a new lease owned by it.
+	e.startAgent(t, cfg)
+	newNode := e.waitReadyNode(t, name, 20*time.Second)
+	if newNode.UID == oldNode.UID {
+		t.Fatalf("node uid unchanged after re-registration: %s", newNode.UID)
+	}
+	newLease := e.waitOwnedLease(t, name, newNode.UID, 20*time.Second)
+	if newLease.UID == oldLease.UID {
+		t.Fatalf("lease uid unchanged after re-registration: %s", newLease.UID)
+	}
+}
+
+// TestE2EExistingNodeIsReused: an agent that finds its Node registered
+// (a restart) keeps it, forces the well-known labels back, reports Ready
+// and owns its lease by that Node's uid.
+func TestE2EExistingNodeIsReused(t *testing.T) {
+	e := newE2EEnv(t)
+	name := e2eNodeName("reuse")
+	e.cleanupNode(t, name)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pre, err := e.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+		Name:   name,
+		Labels: map[string]string{"kubernetes.io/hostname": "stale", "team": "a"},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("pre-create node: %v", err)
+	}
+	cfg := e2eConfig(name)
+	e.startAgent(t, cfg)
+	node := e.waitReadyNode(t, name, 20*time.Second)
+	if node.UID != pre.UID {
+		t.Fatalf("node uid %s, want the pre-existing %s", node.UID, pre.UID)
+	}
+	eventually(t, 10*time.Second, "hostname label fixed", func(ctx context.Context) error {
+		n, err := e.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if n.Labels["kubernetes.io/hostname"] != name || n.Labels["team"] != "a" {
+			return fmt.Errorf("labels = %v", n.Labels)
+		}
+		return nil
+	})
+	e.waitOwnedLease(t, name, pre.UID, 20*time.Second)
+}
