@@ -106,7 +106,7 @@ var (
 func (s *Server) transform(res *registry.Resource, n negotiated, obj runtime.Object, isList, noHeaders bool) (runtime.Object, error) {
 	switch n.target {
 	case targetTable:
-		return s.toTable(res, obj, isList, noHeaders)
+		return s.toTable(res, obj, isList, noHeaders, n.include)
 	case targetPartialObjectMetadata, targetPartialObjectMetadataList:
 		if isList {
 			return toPartialList(obj)
@@ -148,20 +148,20 @@ func toPartialList(list runtime.Object) (*metav1.PartialObjectMetadataList, erro
 	return out, err
 }
 
-// toTable renders the server-side printer columns, each row carrying the
-// object's metadata as kube-apiserver does by default (includeObject=Metadata).
-func (s *Server) toTable(res *registry.Resource, obj runtime.Object, isList, noHeaders bool) (*metav1.Table, error) {
+// toTable renders the server-side printer columns, each row carrying what
+// include asks for (the object's metadata by default, as kube-apiserver).
+func (s *Server) toTable(res *registry.Resource, obj runtime.Object, isList, noHeaders bool, include metav1.IncludeObjectPolicy) (*metav1.Table, error) {
 	t := &metav1.Table{}
 	t.SetGroupVersionKind(tableGVK)
 	if !noHeaders {
 		t.ColumnDefinitions = res.TableColumns
 	}
 	addRow := func(o runtime.Object) error {
-		p, err := toPartial(o)
+		ro, err := tableRowObject(res, o, include)
 		if err != nil {
 			return err
 		}
-		row := metav1.TableRow{Cells: res.TableRow(o), Object: runtime.RawExtension{Object: p}}
+		row := metav1.TableRow{Cells: res.TableRow(o), Object: ro}
 		t.Rows = append(t.Rows, row)
 		return nil
 	}

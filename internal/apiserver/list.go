@@ -98,6 +98,9 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, res *registry.Reso
 	if err != nil {
 		return err
 	}
+	if n, err = withTableOptions(n, r.URL.Query()); err != nil {
+		return err
+	}
 	list, err := s.doList(r.Context(), res, info.namespace, o)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -24,6 +25,9 @@ type negotiated struct {
 	info   runtime.SerializerInfo
 	target target
 	pretty bool
+	// include is what Table rows carry (includeObject); set by
+	// withTableOptions, empty means metadata.
+	include metav1.IncludeObjectPolicy
 }
 
 // acceptItem is one entry of an Accept header.

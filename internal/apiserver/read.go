@@ -80,6 +80,9 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, res *registry.Resou
 	if err != nil {
 		return err
 	}
+	if n, err = withTableOptions(n, r.URL.Query()); err != nil {
+		return err
+	}
 	obj, err := s.getCurrent(r.Context(), res.Key(info.namespace, info.name), rv)
 	if err != nil {
 		return err

@@ -33,6 +33,9 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, res *registry.Res
 	if err != nil {
 		return err
 	}
+	if n, err = withTableOptions(n, q); err != nil {
+		return err
+	}
 	if info.name != "" {
 		// The deprecated /watch/.../<name> form: a watch of one object.
 		p, err := parsePredicate(res, q.Get("labelSelector"), joinSelector(q.Get("fieldSelector"), "metadata.name="+info.name))
