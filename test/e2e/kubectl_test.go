@@ -56,6 +56,7 @@ func TestKubectl(t *testing.T) {
 			t.Run("describe", func(t *testing.T) { testDescribe(t, k) })
 			t.Run("apply", func(t *testing.T) { testApply(t, k) })
 			t.Run("apply-server-side", func(t *testing.T) { testServerSideApply(t, k) })
+			t.Run("sort", func(t *testing.T) { testSort(t, k) })
 			t.Run("edit", func(t *testing.T) { testEdit(t, k) })
 			t.Run("label-annotate", func(t *testing.T) { testLabelAnnotate(t, k) })
 			t.Run("patch", func(t *testing.T) { testPatch(t, k) })
@@ -241,6 +242,24 @@ func testServerSideApply(t *testing.T, k *kubectlRunner) {
 	}
 	if e := managedEntry(lease, "kubectl", "Apply"); e == nil || strings.Contains(fieldsOf(e), `"f:holderIdentity"`) {
 		t.Errorf("after forced apply: manager kubectl should keep its other fields but lose holderIdentity: %+v", lease.ManagedFields)
+	}
+}
+
+// testSort needs the server to honour includeObject=Object: kubectl sorts
+// the Table rows by the objects they carry.
+func testSort(t *testing.T, k *kubectlRunner) {
+	k = bind(t, k)
+	out := k.run("get", "lease", "-A", "--sort-by=.spec.leaseDurationSeconds")
+	rows := tableRows(out)
+	if len(rows) == 0 {
+		t.Fatalf("get --sort-by printed no table: %q", out)
+	}
+	var names []string
+	for _, r := range rows[1:] {
+		names = append(names, r[1])
+	}
+	if want := []string{"ssa", "applied", "node-1"}; !slices.Equal(names, want) {
+		t.Errorf("get --sort-by=.spec.leaseDurationSeconds: rows %q, want names in order %q", rows, want)
 	}
 }
 
