@@ -14,16 +14,22 @@ import (
 //   - the fencing token must be the leaseTransitions that this elector wrote
 //     when it acquired, compared with the value it replaced (fencing.go);
 //   - a release must never clear a lease that someone else holds, and must
-//     wait until the command has stopped (see Update).
+//     wait until the command has stopped (see Update);
+//   - once it leads, a fresh read naming another holder proves leadership is
+//     lost: the command is stopped at once (lostLeadership), instead of
+//     when client-go gives up renewing a whole renew deadline later. That
+//     is what bounds a resumed, frozen leader's stale run to about one
+//     retry period.
 //
 // The elector calls Get, Create, Update and RecordEvent from the goroutine
 // running LeaderElector.Run only; the mutex is for readers in other
 // goroutines (the leading goroutine and the event flush).
 type trackingLock struct {
 	inner rl.Interface
-	// beforeRelease stops the command and returns once it has exited; it is
-	// called before a release is written.
-	beforeRelease func()
+	// stopCommand stops the command as leadership is ending and returns
+	// once it has exited; it is called before a release is written and
+	// when a read shows another holder after acquisition.
+	stopCommand func()
 
 	mu       sync.Mutex
 	lastGet  *rl.LeaderElectionRecord // record returned by the latest Get
@@ -43,21 +49,24 @@ type acquisition struct {
 // errForeignRelease refuses a release of a lease this elector does not hold.
 var errForeignRelease = errors.New("refusing to release a lease held by another identity")
 
-func newTrackingLock(inner rl.Interface, beforeRelease func()) *trackingLock {
-	return &trackingLock{inner: inner, beforeRelease: beforeRelease}
+func newTrackingLock(inner rl.Interface, stopCommand func()) *trackingLock {
+	return &trackingLock{inner: inner, stopCommand: stopCommand}
 }
 
 func (l *trackingLock) Get(ctx context.Context) (*rl.LeaderElectionRecord, []byte, error) {
 	rec, raw, err := l.inner.Get(ctx)
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err != nil {
-		l.lastGet = nil
-		return rec, raw, err
+	l.lastGet = nil
+	if err == nil {
+		cp := *rec
+		l.lastGet = &cp
 	}
-	cp := *rec
-	l.lastGet = &cp
-	return rec, raw, nil
+	lost := err == nil && l.acquired && rec.HolderIdentity != l.inner.Identity()
+	l.mu.Unlock()
+	if lost {
+		l.stopCommand()
+	}
+	return rec, raw, err
 }
 
 func (l *trackingLock) Create(ctx context.Context, ler rl.LeaderElectionRecord) error {
@@ -83,7 +92,7 @@ func (l *trackingLock) Update(ctx context.Context, ler rl.LeaderElectionRecord) 
 		if last == nil || last.HolderIdentity != l.inner.Identity() {
 			return errForeignRelease
 		}
-		l.beforeRelease()
+		l.stopCommand()
 		// Stopping the command may have outlived the caller's deadline;
 		// the release is still worth writing, and the resourceVersion
 		// read by that Get guarantees it only lands if nobody wrote since.
