@@ -112,7 +112,8 @@ func runAgent(cmd *cobra.Command, f agentFlags) error {
 	if err != nil {
 		return err
 	}
-	cfg.OnRepeatedHeartbeatFailure = clients.CloseIdleHeartbeatConnections
+	defer clients.Close()
+	cfg.OnRepeatedHeartbeatFailure = clients.CloseHeartbeatConnections
 	a, err := agent.New(clients.Client, clients.Heartbeat, cfg, clock.RealClock{}, log)
 	if err != nil {
 		return err

@@ -24,10 +24,9 @@ type Agent struct {
 }
 
 // New builds an agent for cfg. client is used for registration; heartbeat
-// for the lease and status writes (give it its own rest.Config with QPS -1
-// and a timeout of cfg.HeartbeatTimeout(), see HeartbeatRESTConfig, so
-// heartbeats are never throttled behind other traffic). Many agents may
-// share the same clients.
+// for the lease and status reads and writes. NewClients builds the pair the
+// kubelet's way (the heartbeat client unthrottled, with a short timeout, see
+// HeartbeatRESTConfig). Many agents may share the same clients.
 func New(client, heartbeat kubernetes.Interface, cfg Config, clk clock.Clock, log *slog.Logger) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("agent config: %w", err)

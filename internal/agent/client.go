@@ -2,10 +2,12 @@ package agent
 
 import (
 	"fmt"
-	"net/http"
+	"net"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/connrotation"
 )
 
 // ProtobufContentType is what kubelets speak to the API server; JSON stays
@@ -28,44 +30,59 @@ func HeartbeatRESTConfig(base *rest.Config, cfg Config) *rest.Config {
 	return hb
 }
 
-// Clients are the two clientsets an agent needs, plus the hook that drops
-// the heartbeat client's idle connections.
+// Clients are the two clientsets an agent needs. Each dials through its own
+// connection tracker, so its connections can be closed without touching
+// the other's.
 type Clients struct {
 	Client    kubernetes.Interface
 	Heartbeat kubernetes.Interface
-	// CloseIdleHeartbeatConnections is meant for
-	// Config.OnRepeatedHeartbeatFailure: after repeated failures the pooled
-	// (HTTP/2) connection is likely dead, and closing it makes the next
-	// request dial afresh instead of waiting for the ping timeout.
-	CloseIdleHeartbeatConnections func()
+
+	clientConns    *connrotation.Dialer
+	heartbeatConns *connrotation.Dialer
 }
 
-// NewClients builds the main and heartbeat clientsets from base. client-go
-// may share one transport between them (its TLS transport cache); closing idle
-// connections then also drops the main client's idle ones, which costs it at
-// most a new dial and never fails a request in flight.
+// NewClients builds the main and heartbeat clientsets from base (base
+// must not set Dial: the clients need their own dialers).
 func NewClients(base *rest.Config, cfg Config) (Clients, error) {
-	client, err := kubernetes.NewForConfig(base)
+	if base.Dial != nil {
+		return Clients{}, fmt.Errorf("build agent clients: the REST config must not set Dial")
+	}
+	netDialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	c := Clients{
+		clientConns:    connrotation.NewDialer(netDialer.DialContext),
+		heartbeatConns: connrotation.NewDialer(netDialer.DialContext),
+	}
+	mainConfig := rest.CopyConfig(base)
+	mainConfig.Dial = c.clientConns.DialContext
+	client, err := kubernetes.NewForConfig(mainConfig)
 	if err != nil {
 		return Clients{}, fmt.Errorf("build API client: %w", err)
 	}
 	hbConfig := HeartbeatRESTConfig(base, cfg)
-	httpClient, err := rest.HTTPClientFor(hbConfig)
-	if err != nil {
-		return Clients{}, fmt.Errorf("build heartbeat HTTP client: %w", err)
-	}
-	heartbeat, err := kubernetes.NewForConfigAndClient(hbConfig, httpClient)
+	hbConfig.Dial = c.heartbeatConns.DialContext
+	heartbeat, err := kubernetes.NewForConfig(hbConfig)
 	if err != nil {
 		return Clients{}, fmt.Errorf("build heartbeat client: %w", err)
 	}
-	return Clients{
-		Client:                        client,
-		Heartbeat:                     heartbeat,
-		CloseIdleHeartbeatConnections: closeIdle(httpClient),
-	}, nil
+	c.Client, c.Heartbeat = client, heartbeat
+	return c, nil
 }
 
-func closeIdle(c *http.Client) func() { return c.CloseIdleConnections }
+// CloseHeartbeatConnections closes every connection of the heartbeat
+// client; it is meant for Config.OnRepeatedHeartbeatFailure. After repeated
+// failures the pooled HTTP/2 connection is likely dead (a silently dropped
+// TCP connection is otherwise reused until the ping timeout), and the
+// kubelet's remedy is the same: the next heartbeat dials afresh. Closing
+// only idle connections is not enough, because net/http does not close the
+// pooled HTTP/2 connections that client-go's transport keeps.
+func (c Clients) CloseHeartbeatConnections() { c.heartbeatConns.CloseAll() }
+
+// Close closes every connection of both clients, ending the goroutines that
+// serve them. Call it after the agents using the clients have stopped.
+func (c Clients) Close() {
+	c.clientConns.CloseAll()
+	c.heartbeatConns.CloseAll()
+}
 
 // UseProtobuf sets c to send protobuf and accept protobuf or JSON, as
 // kubelets do (--kube-api-content-type).

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -29,6 +30,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/connrotation"
 	"k8s.io/utils/clock"
 )
 
@@ -63,14 +65,13 @@ func newE2EEnv(t *testing.T) *e2eEnv {
 		t.Fatalf("load %s=%s: %v", e2eKubeconfigEnv, path, err)
 	}
 	rc.UserAgent = "leasehold-agent-e2e"
-	httpClient, err := rest.HTTPClientFor(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The shared transport's pooled connections own goroutines; drop them
-	// so goleak sees a clean process.
-	t.Cleanup(httpClient.CloseIdleConnections)
-	client, err := kubernetes.NewForConfigAndClient(rc, httpClient)
+	// The checking client dials through its own tracker so that the test can
+	// close its pooled connections, and their goroutines, at the end.
+	conns := connrotation.NewDialer((&net.Dialer{Timeout: 10 * time.Second}).DialContext)
+	t.Cleanup(conns.CloseAll)
+	checkConfig := rest.CopyConfig(rc)
+	checkConfig.Dial = conns.DialContext
+	client, err := kubernetes.NewForConfig(checkConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +132,7 @@ func (e *e2eEnv) startAgent(t *testing.T, cfg Config) *runningAgent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.OnRepeatedHeartbeatFailure = clients.CloseIdleHeartbeatConnections
+	cfg.OnRepeatedHeartbeatFailure = clients.CloseHeartbeatConnections
 	logs := &lockedBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	a, err := New(clients.Client, clients.Heartbeat, cfg, clock.RealClock{}, log)
@@ -153,7 +154,7 @@ func (e *e2eEnv) startAgent(t *testing.T, cfg Config) *runningAgent {
 			case <-time.After(15 * time.Second):
 				t.Errorf("agent did not stop within 15s of cancel")
 			}
-			clients.CloseIdleHeartbeatConnections()
+			clients.Close()
 		})
 	}
 	t.Cleanup(func() {

@@ -161,7 +161,7 @@ func (c *leaseController) prepare(ctx context.Context, base *coordinationv1.Leas
 	}
 	node, err := c.client.CoreV1().Nodes().Get(ctx, c.nodeName, metav1.GetOptions{})
 	if err != nil {
-		c.log.Error("Failed to get node when trying to set owner ref to the node lease", "err", err, "node", c.nodeName)
+		c.log.Error("Failed to get node when trying to set owner ref to the node lease", "err", err)
 		return nil, fmt.Errorf("get node %q for the lease's owner reference: %w", c.nodeName, err)
 	}
 	lease.OwnerReferences = []metav1.OwnerReference{nodeOwnerReference(node)}
