@@ -60,6 +60,8 @@ func (s *Server) updateManagedFields(res *registry.Resource, subresource string,
 	if live == nil {
 		live = res.New()
 		live.GetObjectKind().SetGroupVersionKind(res.GroupVersionKind())
+	} else if s.renewalManagedFields(res, subresource, live, obj, manager) {
+		return obj, nil
 	}
 	out := fm.UpdateNoErrors(live, obj, manager)
 	out.GetObjectKind().SetGroupVersionKind(res.GroupVersionKind())

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // Resource describes one served resource in one group version.
@@ -53,6 +54,12 @@ type Resource struct {
 	// SelectableFields returns the field set field selectors match against;
 	// metadata.name and metadata.namespace are always included by the caller.
 	SelectableFields func(obj runtime.Object) fields.Set
+
+	// ChangedFields, when set, lists the non-metadata fields that differ
+	// between old and obj, each set in both (ok=false when it cannot tell
+	// cheaply, e.g. a field was added or removed). It lets the update path
+	// keep a renewal's managedFields without running structured-merge-diff.
+	ChangedFields func(old, obj runtime.Object) (paths []fieldpath.Path, ok bool)
 
 	// TableColumns and TableRow render the server-side printer (kubectl get).
 	TableColumns []metav1.TableColumnDefinition

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -84,6 +85,11 @@ func Run(ctx context.Context, cfg Config) error {
 	discovery.New(resources, discovery.DefaultVersionInfo()).Register(mux)
 	oa.Register(mux)
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	// Profiling, as kube-apiserver's --profiling (on by default): only
+	// authenticated callers reach non-resource paths other than health.
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	ready := &readiness{}
 	for _, p := range []string{"/healthz", "/livez"} {
 		mux.HandleFunc(p, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })

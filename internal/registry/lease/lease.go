@@ -34,6 +34,7 @@ func Resource(now func() time.Time) *registry.Resource {
 		ValidateUpdate: func(obj, _ runtime.Object) field.ErrorList {
 			return ValidateSpec(&obj.(*coordinationv1.Lease).Spec, field.NewPath("spec"))
 		},
+		ChangedFields: changedFields,
 		TableColumns: []metav1.TableColumnDefinition{
 			registry.NameColumn,
 			{Name: "Holder", Type: "string", Description: coordinationv1.LeaseSpec{}.SwaggerDoc()["holderIdentity"]},

@@ -1,0 +1,91 @@
+package apiserver
+
+import (
+	"bytes"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/leasehold/leasehold/internal/registry"
+)
+
+// renewalManagedFields is the hot-path shortcut for managedFields on an
+// update: when the object has one Update entry, owned by the same manager,
+// and the update only modifies fields that entry already owns (a lease
+// renewal moving renewTime), the full structured-merge-diff computation
+// would return the same entry with a new timestamp. It sets that result on
+// obj and returns true; otherwise it changes nothing and returns false.
+//
+// The equivalence with managedfields.FieldManager is checked by
+// TestRenewalManagedFieldsMatchesFieldManager.
+func (s *Server) renewalManagedFields(res *registry.Resource, subresource string, live, obj runtime.Object, manager string) bool {
+	if res.ChangedFields == nil || subresource != "" {
+		return false
+	}
+	liveMeta, err1 := objectMeta(live)
+	newMeta, err2 := objectMeta(obj)
+	if err1 != nil || err2 != nil || len(liveMeta.ManagedFields) != 1 {
+		return false
+	}
+	entry := liveMeta.ManagedFields[0]
+	if entry.Manager != manager || entry.Operation != metav1.ManagedFieldsOperationUpdate || entry.Subresource != "" ||
+		entry.APIVersion != res.GroupVersion.String() || entry.FieldsType != "FieldsV1" || entry.FieldsV1 == nil {
+		return false
+	}
+	// The client may send managedFields back unchanged or leave them out
+	// (then the live ones apply); anything else is a direct edit of them.
+	if len(newMeta.ManagedFields) != 0 && !sameManagedFields(newMeta.ManagedFields, liveMeta.ManagedFields) {
+		return false
+	}
+	if !sameUserMetadata(liveMeta, newMeta) {
+		return false
+	}
+	paths, ok := res.ChangedFields(live, obj)
+	if !ok {
+		return false
+	}
+	if len(paths) > 0 {
+		owned := &fieldpath.Set{}
+		if err := owned.FromJSON(bytes.NewReader(entry.FieldsV1.Raw)); err != nil {
+			return false
+		}
+		for _, p := range paths {
+			if !owned.Has(p) {
+				return false
+			}
+		}
+		// The operation took fields, so the entry's time moves, as
+		// managedFieldsUpdater does.
+		entry.Time = &metav1.Time{Time: s.now().UTC().Truncate(1e9)}
+	}
+	newMeta.ManagedFields = []metav1.ManagedFieldsEntry{entry}
+	return true
+}
+
+// sameUserMetadata tells whether the metadata fields a client can change
+// (and managed fields track) are equal.
+func sameUserMetadata(a, b *metav1.ObjectMeta) bool {
+	return equality.Semantic.DeepEqual(a.Labels, b.Labels) &&
+		equality.Semantic.DeepEqual(a.Annotations, b.Annotations) &&
+		equality.Semantic.DeepEqual(a.OwnerReferences, b.OwnerReferences) &&
+		equality.Semantic.DeepEqual(a.Finalizers, b.Finalizers) &&
+		a.GenerateName == b.GenerateName
+}
+
+func sameManagedFields(a, b []metav1.ManagedFieldsEntry) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.Manager != y.Manager || x.Operation != y.Operation || x.APIVersion != y.APIVersion ||
+			x.Subresource != y.Subresource || x.FieldsType != y.FieldsType || (x.Time == nil) != (y.Time == nil) ||
+			(x.Time != nil && !x.Time.Equal(y.Time)) || (x.FieldsV1 == nil) != (y.FieldsV1 == nil) ||
+			(x.FieldsV1 != nil && !bytes.Equal(x.FieldsV1.Raw, y.FieldsV1.Raw)) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,51 @@
+package lease
+
+import (
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+)
+
+var (
+	pathHolder      = fieldpath.MakePathOrDie("spec", "holderIdentity")
+	pathDuration    = fieldpath.MakePathOrDie("spec", "leaseDurationSeconds")
+	pathAcquire     = fieldpath.MakePathOrDie("spec", "acquireTime")
+	pathRenew       = fieldpath.MakePathOrDie("spec", "renewTime")
+	pathTransitions = fieldpath.MakePathOrDie("spec", "leaseTransitions")
+	pathStrategy    = fieldpath.MakePathOrDie("spec", "strategy")
+	pathPreferred   = fieldpath.MakePathOrDie("spec", "preferredHolder")
+)
+
+// changedFields lists the spec fields a lease update modifies. A renewal
+// changes renewTime only; anything that adds or removes a field is left to
+// the full managed-fields computation.
+func changedFields(oldObj, newObj runtime.Object) ([]fieldpath.Path, bool) {
+	o, n := &oldObj.(*coordinationv1.Lease).Spec, &newObj.(*coordinationv1.Lease).Spec
+	var paths []fieldpath.Path
+	ok := true
+	check := func(p fieldpath.Path, oldSet, newSet, equal bool) {
+		switch {
+		case oldSet != newSet:
+			ok = false
+		case oldSet && !equal:
+			paths = append(paths, p)
+		}
+	}
+	check(pathHolder, o.HolderIdentity != nil, n.HolderIdentity != nil, o.HolderIdentity == nil || n.HolderIdentity == nil || *o.HolderIdentity == *n.HolderIdentity)
+	check(pathDuration, o.LeaseDurationSeconds != nil, n.LeaseDurationSeconds != nil, o.LeaseDurationSeconds == nil || n.LeaseDurationSeconds == nil || *o.LeaseDurationSeconds == *n.LeaseDurationSeconds)
+	check(pathAcquire, o.AcquireTime != nil, n.AcquireTime != nil, microEqual(o.AcquireTime, n.AcquireTime))
+	check(pathRenew, o.RenewTime != nil, n.RenewTime != nil, microEqual(o.RenewTime, n.RenewTime))
+	check(pathTransitions, o.LeaseTransitions != nil, n.LeaseTransitions != nil, o.LeaseTransitions == nil || n.LeaseTransitions == nil || *o.LeaseTransitions == *n.LeaseTransitions)
+	check(pathStrategy, o.Strategy != nil, n.Strategy != nil, o.Strategy == nil || n.Strategy == nil || *o.Strategy == *n.Strategy)
+	check(pathPreferred, o.PreferredHolder != nil, n.PreferredHolder != nil, o.PreferredHolder == nil || n.PreferredHolder == nil || *o.PreferredHolder == *n.PreferredHolder)
+	return paths, ok
+}
+
+// microEqual compares MicroTimes as they serialize (microseconds).
+func microEqual(a, b *metav1.MicroTime) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Truncate(1000).Equal(b.Truncate(1000))
+}
