@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/storage"
@@ -69,8 +70,11 @@ type Server struct {
 	storageEnc runtime.Encoder
 	storageDec runtime.Decoder
 	managers   map[*registry.Resource]*fieldManagers
-	logger     *slog.Logger
-	now        func() time.Time
+	// fieldSets and accepts memoize per-request parsing that repeats.
+	fieldSets *boundedCache[*fieldpath.Set]
+	accepts   *boundedCache[[]acceptItem]
+	logger    *slog.Logger
+	now       func() time.Time
 }
 
 // New builds a Server.
@@ -91,12 +95,17 @@ func New(cfg Config) (*Server, error) {
 		cfg.Metrics = NewMetrics(nil)
 	}
 	s := &Server{
-		cfg:    cfg,
-		codecs: serializer.NewCodecFactory(cfg.Scheme, serializer.EnableStrict),
+		cfg: cfg,
+		// Not EnableStrict: that makes SerializerInfo.Serializer strict too,
+		// and fieldValidation=Ignore (kubectl --validate=false) relies on a
+		// lenient Serializer beside the StrictSerializer.
+		codecs: serializer.NewCodecFactory(cfg.Scheme),
 		logger: cfg.Logger,
 		now:    cfg.Now,
 	}
 	s.storageEnc, s.storageDec = newStorageCodec(cfg.Scheme)
+	s.fieldSets = newBoundedCache(4096, parseFieldSet)
+	s.accepts = newBoundedCache(1024, func(h string) ([]acceptItem, bool) { return parseAccept(h), true })
 	managers, err := newFieldManagers(cfg)
 	if err != nil {
 		return nil, err
