@@ -151,7 +151,7 @@ func validateCreate(res *registry.Resource, obj runtime.Object) field.ErrorList 
 	if err != nil {
 		return field.ErrorList{field.InternalError(field.NewPath("metadata"), err)}
 	}
-	errs := metavalidation.ValidateObjectMeta(om, res.Namespaced, metavalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	errs := metavalidation.ValidateObjectMeta(om, res.Namespaced, res.NameValidator(), field.NewPath("metadata"))
 	if res.ValidateCreate != nil {
 		errs = append(errs, res.ValidateCreate(obj)...)
 	}

@@ -206,7 +206,7 @@ func validateUpdate(res *registry.Resource, obj, old runtime.Object) field.Error
 	if err := errors.Join(err1, err2); err != nil {
 		return field.ErrorList{field.InternalError(field.NewPath("metadata"), err)}
 	}
-	errs := metavalidation.ValidateObjectMeta(om, res.Namespaced, metavalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	errs := metavalidation.ValidateObjectMeta(om, res.Namespaced, res.NameValidator(), field.NewPath("metadata"))
 	// ValidateObjectMetaUpdate demands a resourceVersion; the caller has
 	// already checked it against the stored one.
 	rv := om.ResourceVersion

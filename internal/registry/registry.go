@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strings"
 
+	metavalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -47,6 +48,10 @@ type Resource struct {
 	// PrepareForUpdate copies server-owned fields from old (e.g. status on a
 	// main-resource update, spec on a status update).
 	PrepareForUpdate func(obj, old runtime.Object, subresource string)
+	// ValidateName checks metadata.name and generateName in the generic
+	// ObjectMeta validation; nil means a DNS-1123 subdomain, as most kinds
+	// (LeaseCandidates take ConfigMap keys, e.g. "host_uuid"). Use NameValidator.
+	ValidateName metavalidation.ValidateNameFunc
 	// ValidateCreate and ValidateUpdate check the kind-specific parts; the
 	// generic path validates ObjectMeta itself.
 	ValidateCreate func(obj runtime.Object) field.ErrorList
@@ -64,6 +69,14 @@ type Resource struct {
 	// TableColumns and TableRow render the server-side printer (kubectl get).
 	TableColumns []metav1.TableColumnDefinition
 	TableRow     func(obj runtime.Object) []interface{}
+}
+
+// NameValidator is the function ObjectMeta validation checks names with.
+func (r *Resource) NameValidator() metavalidation.ValidateNameFunc {
+	if r.ValidateName != nil {
+		return r.ValidateName
+	}
+	return metavalidation.NameIsDNSSubdomain
 }
 
 // GroupVersionResource is the resource's GVR.
