@@ -52,6 +52,7 @@ func TestKubectl(t *testing.T) {
 			k := newKubectl(t, bin, srv)
 			// The steps share the server and build on each other's objects.
 			t.Run("create", func(t *testing.T) { testCreate(t, k) })
+			t.Run("field-validation", func(t *testing.T) { testFieldValidation(t, k) })
 			t.Run("get", func(t *testing.T) { testGet(t, k) })
 			t.Run("describe", func(t *testing.T) { testDescribe(t, k) })
 			t.Run("apply", func(t *testing.T) { testApply(t, k) })
@@ -89,6 +90,38 @@ func testCreate(t *testing.T, k *kubectlRunner) {
 	stderr = k.fail("create", "-f", bad)
 	if !strings.Contains(stderr, `The Lease "bad" is invalid: spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0`) {
 		t.Errorf("create with leaseDurationSeconds 0: stderr %q, want the Invalid cause", stderr)
+	}
+}
+
+// testFieldValidation checks kubectl's --validate modes, which it maps to
+// the server's fieldValidation (kubectl finds the parameter in OpenAPI).
+func testFieldValidation(t *testing.T, k *kubectlRunner) {
+	k = bind(t, k)
+	file := writeFile(t, "unknown.yaml", `apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata:
+  name: unknown-field
+  namespace: default
+spec:
+  holderIdentity: x
+  bogus: 1
+`)
+	stderr := k.fail("create", "--validate=strict", "-f", file)
+	if !strings.Contains(stderr, "(BadRequest)") || !strings.Contains(stderr, `strict decoding error: unknown field "spec.bogus"`) {
+		t.Errorf("create --validate=strict: stderr %q, want a BadRequest from the server naming spec.bogus", stderr)
+	}
+	for _, c := range []struct {
+		mode     string
+		warnings int
+	}{{"warn", 1}, {"false", 0}} {
+		r := k.exec("", nil, "create", "--validate="+c.mode, "-f", file)
+		if r.Err != nil {
+			t.Fatalf("create --validate=%s: %v\n%s", c.mode, r.Err, r.Stderr)
+		}
+		if n := strings.Count(r.Stderr, `Warning: unknown field "spec.bogus"`); n != c.warnings {
+			t.Errorf("create --validate=%s: %d unknown-field warnings, want %d; stderr %q", c.mode, n, c.warnings, r.Stderr)
+		}
+		k.run("delete", "lease", "unknown-field", "-n", "default")
 	}
 }
 
