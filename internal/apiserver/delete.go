@@ -45,9 +45,7 @@ func (s *Server) parseDeleteOptions(r *http.Request) (metav1.DeleteOptions, erro
 		}
 		o.GracePeriodSeconds = &n
 	}
-	for _, d := range q["dryRun"] {
-		o.DryRun = append(o.DryRun, d)
-	}
+	o.DryRun = append(o.DryRun, q["dryRun"]...)
 	for _, d := range o.DryRun {
 		if d != metav1.DryRunAll {
 			return o, apierrors.NewBadRequest(fmt.Sprintf("unsupported dryRun value %q: only All is supported", d))
@@ -121,9 +119,11 @@ func (s *Server) deleteObject(ctx context.Context, res *registry.Resource, names
 		}
 		if p := opts.Preconditions; p != nil {
 			if p.UID != nil && *p.UID != acc.GetUID() {
+				//lint:ignore ST1005 the wire-visible Kubernetes message starts with a capital
 				return nil, false, apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, acc.GetUID()))
 			}
 			if p.ResourceVersion != nil && *p.ResourceVersion != acc.GetResourceVersion() {
+				//lint:ignore ST1005 the wire-visible Kubernetes message starts with a capital
 				return nil, false, apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, acc.GetResourceVersion()))
 			}
 		}

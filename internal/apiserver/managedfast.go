@@ -1,7 +1,7 @@
 package apiserver
 
 import (
-	"bytes"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,8 +47,8 @@ func (s *Server) renewalManagedFields(res *registry.Resource, subresource string
 		return false
 	}
 	if len(paths) > 0 {
-		owned := &fieldpath.Set{}
-		if err := owned.FromJSON(bytes.NewReader(entry.FieldsV1.Raw)); err != nil {
+		owned, ok := s.fieldSets.get(entry.FieldsV1.GetRawString())
+		if !ok {
 			return false
 		}
 		for _, p := range paths {
@@ -83,9 +83,19 @@ func sameManagedFields(a, b []metav1.ManagedFieldsEntry) bool {
 		if x.Manager != y.Manager || x.Operation != y.Operation || x.APIVersion != y.APIVersion ||
 			x.Subresource != y.Subresource || x.FieldsType != y.FieldsType || (x.Time == nil) != (y.Time == nil) ||
 			(x.Time != nil && !x.Time.Equal(y.Time)) || (x.FieldsV1 == nil) != (y.FieldsV1 == nil) ||
-			(x.FieldsV1 != nil && !bytes.Equal(x.FieldsV1.Raw, y.FieldsV1.Raw)) {
+			(x.FieldsV1 != nil && x.FieldsV1.GetRawString() != y.FieldsV1.GetRawString()) {
 			return false
 		}
 	}
 	return true
+}
+
+// parseFieldSet parses a FieldsV1 document. Sets are shared from a cache:
+// callers only read them.
+func parseFieldSet(raw string) (*fieldpath.Set, bool) {
+	set := &fieldpath.Set{}
+	if err := set.FromJSON(strings.NewReader(raw)); err != nil {
+		return nil, false
+	}
+	return set, true
 }

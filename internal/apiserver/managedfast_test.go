@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"bytes"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -104,7 +103,7 @@ func equalManaged(a, b []metav1.ManagedFieldsEntry) bool {
 	for i := range a {
 		x, y := a[i], b[i]
 		if x.Manager != y.Manager || x.Operation != y.Operation || x.APIVersion != y.APIVersion || x.Subresource != y.Subresource ||
-			!bytes.Equal(x.FieldsV1.Raw, y.FieldsV1.Raw) || (x.Time == nil) != (y.Time == nil) {
+			x.FieldsV1.GetRawString() != y.FieldsV1.GetRawString() || (x.Time == nil) != (y.Time == nil) {
 			return false
 		}
 		if x.Time != nil {

@@ -68,7 +68,8 @@ func (s *Server) negotiate(accept string, isList bool) (negotiated, bool) {
 	if strings.TrimSpace(accept) == "" {
 		accept = "application/json"
 	}
-	for _, item := range parseAccept(accept) {
+	items, _ := s.accepts.get(accept)
+	for _, item := range items {
 		if item.q <= 0 {
 			continue
 		}

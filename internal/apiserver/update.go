@@ -206,12 +206,15 @@ func validateUpdate(res *registry.Resource, obj, old runtime.Object) field.Error
 	if err := errors.Join(err1, err2); err != nil {
 		return field.ErrorList{field.InternalError(field.NewPath("metadata"), err)}
 	}
-	errs := metavalidation.ValidateObjectMeta(om, res.Namespaced, res.NameValidator(), field.NewPath("metadata"))
-	// ValidateObjectMetaUpdate demands a resourceVersion; the caller has
-	// already checked it against the stored one.
+	// The caller has already checked the resourceVersion against the
+	// stored one; ValidateObjectMetaUpdate only demands one is present.
 	rv := om.ResourceVersion
 	om.ResourceVersion = oldOM.ResourceVersion
-	errs = append(errs, metavalidation.ValidateObjectMetaUpdate(om, oldOM, field.NewPath("metadata"))...)
+	// Like kube-apiserver's validateCommonFields: the new metadata on its
+	// own, then the update rules (identical messages are deduplicated when
+	// the list is aggregated).
+	errs := metavalidation.ValidateObjectMeta(om, res.Namespaced, res.NameValidator(), field.NewPath("metadata"))
+	errs = append(errs, validateMetaUpdate(om, oldOM)...)
 	om.ResourceVersion = rv
 	if res.ValidateUpdate != nil {
 		errs = append(errs, res.ValidateUpdate(obj, old)...)

@@ -1,0 +1,46 @@
+package apiserver
+
+import (
+	metavalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	v1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// validateMetaUpdate is apimachinery's ValidateObjectMetaUpdate with a
+// shortcut for the common case. Its immutable-field checks compare with
+// reflective semantic equality, which profiling showed as about 7% of a
+// renewal's CPU; when the immutable fields are plainly equal, those checks
+// cannot fail, and only the remaining ones run, in the same order and with
+// the same messages (TestValidateMetaUpdateMatchesApimachinery).
+func validateMetaUpdate(newMeta, oldMeta *metav1.ObjectMeta) field.ErrorList {
+	fld := field.NewPath("metadata")
+	if !immutableMetaEqual(newMeta, oldMeta) {
+		return metavalidation.ValidateObjectMetaUpdate(newMeta, oldMeta, fld)
+	}
+	var errs field.ErrorList
+	if oldMeta.DeletionTimestamp != nil {
+		errs = append(errs, metavalidation.ValidateNoNewFinalizers(newMeta.Finalizers, oldMeta.Finalizers, fld.Child("finalizers"))...)
+	}
+	if len(newMeta.ResourceVersion) == 0 {
+		errs = append(errs, field.Invalid(fld.Child("resourceVersion"), newMeta.ResourceVersion, "must be specified for an update"))
+	}
+	errs = append(errs, metavalidation.ValidateNonnegativeField(newMeta.Generation, fld.Child("generation")).MarkCoveredByDeclarative()...)
+	if newMeta.Generation < oldMeta.Generation {
+		errs = append(errs, field.Invalid(fld.Child("generation"), newMeta.Generation, "must not be decremented"))
+	}
+	errs = append(errs, v1validation.ValidateLabels(newMeta.Labels, fld.Child("labels"))...)
+	errs = append(errs, metavalidation.ValidateAnnotations(newMeta.Annotations, fld.Child("annotations"))...)
+	errs = append(errs, metavalidation.ValidateOwnerReferences(newMeta.OwnerReferences, fld.Child("ownerReferences"))...)
+	errs = append(errs, v1validation.ValidateManagedFields(newMeta.ManagedFields, fld.Child("managedFields"), v1validation.CoveredByDeclarative)...)
+	return errs
+}
+
+func immutableMetaEqual(a, b *metav1.ObjectMeta) bool {
+	return a.Name == b.Name && a.Namespace == b.Namespace && a.UID == b.UID &&
+		a.CreationTimestamp.Equal(&b.CreationTimestamp) &&
+		((a.DeletionTimestamp == nil && b.DeletionTimestamp == nil) ||
+			(a.DeletionTimestamp != nil && b.DeletionTimestamp != nil && a.DeletionTimestamp.Equal(b.DeletionTimestamp))) &&
+		((a.DeletionGracePeriodSeconds == nil && b.DeletionGracePeriodSeconds == nil) ||
+			(a.DeletionGracePeriodSeconds != nil && b.DeletionGracePeriodSeconds != nil && *a.DeletionGracePeriodSeconds == *b.DeletionGracePeriodSeconds))
+}
