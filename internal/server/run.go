@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/leasehold/leasehold/internal/apiserver"
+	"github.com/leasehold/leasehold/internal/controller"
 	"github.com/leasehold/leasehold/internal/controller/namespaces"
 	"github.com/leasehold/leasehold/internal/discovery"
 	"github.com/leasehold/leasehold/internal/openapi"
@@ -143,6 +144,16 @@ func Run(ctx context.Context, cfg Config) error {
 		defer bg.Done()
 		namespaces.Run(bgCtx, loopback, nsregistry.System, namespaces.Interval, log.With("controller", "namespaces"))
 	}()
+	cc := controller.Context{Cache: cache, Client: loopback, Resources: resources, Logger: log, Now: time.Now}
+	for _, c := range controllers(cc, cfg) {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			if err := c.Run(bgCtx); err != nil && bgCtx.Err() == nil {
+				log.Error("controller stopped", "controller", c.Name(), "err", err)
+			}
+		}()
+	}
 
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.SecurePort)))
 	if err != nil {
