@@ -116,7 +116,6 @@ func (s *Store) commitLoop() {
 type pendingEntry struct {
 	exists bool
 	indexEntry
-	value []byte
 }
 
 // committer holds the committer goroutine's scratch state, reused between
@@ -136,7 +135,7 @@ func newCommitter(s *Store) *committer {
 }
 
 // current returns key's state as of the batch being built.
-func (c *committer) current(key string, needValue bool) (pendingEntry, error) {
+func (c *committer) current(key string) (pendingEntry, error) {
 	if p, ok := c.pending[key]; ok {
 		return p, nil
 	}
@@ -144,20 +143,7 @@ func (c *committer) current(key string, needValue bool) (pendingEntry, error) {
 	if !ok {
 		return pendingEntry{}, nil
 	}
-	p := pendingEntry{exists: true, indexEntry: e}
-	if needValue {
-		v, closer, err := c.s.db.Get(valueKey(key))
-		if err != nil {
-			return pendingEntry{}, fmt.Errorf("read current value of %s: %w", key, err)
-		}
-		kv, err := decodeValue(key, v)
-		closer.Close()
-		if err != nil {
-			return pendingEntry{}, err
-		}
-		p.value = kv.Value
-	}
-	return p, nil
+	return pendingEntry{exists: true, indexEntry: e}, nil
 }
 
 // commit checks, writes, syncs, publishes and acknowledges one batch.
@@ -232,7 +218,7 @@ func (c *committer) apply(b *pebble.Batch, req *writeReq, rev int64) writeResult
 	if err := req.ctx.Err(); err != nil {
 		return writeResult{err: err}
 	}
-	cur, err := c.current(req.key, req.op != opCreate)
+	cur, err := c.current(req.key)
 	if err != nil {
 		return writeResult{err: err}
 	}
@@ -244,7 +230,7 @@ func (c *committer) apply(b *pebble.Batch, req *writeReq, rev int64) writeResult
 			return writeResult{err: fmt.Errorf("create %s: %w", req.key, storage.ErrKeyExists)}
 		}
 		rec.typ, rec.value, rec.createRev = storage.EventPut, req.value, rev
-		next = pendingEntry{exists: true, indexEntry: indexEntry{modRev: rev, createRev: rev}, value: req.value}
+		next = pendingEntry{exists: true, indexEntry: indexEntry{modRev: rev, createRev: rev, value: req.value}}
 	case opUpdate:
 		if !cur.exists {
 			return writeResult{err: fmt.Errorf("update %s: %w", req.key, storage.ErrNotFound)}
@@ -254,7 +240,7 @@ func (c *committer) apply(b *pebble.Batch, req *writeReq, rev int64) writeResult
 				req.key, req.expected, cur.modRev, storage.ErrConflict)}
 		}
 		rec.typ, rec.value, rec.createRev = storage.EventPut, req.value, cur.createRev
-		next = pendingEntry{exists: true, indexEntry: indexEntry{modRev: rev, createRev: cur.createRev}, value: req.value}
+		next = pendingEntry{exists: true, indexEntry: indexEntry{modRev: rev, createRev: cur.createRev, value: req.value}}
 	case opDelete:
 		if !cur.exists {
 			return writeResult{err: fmt.Errorf("delete %s: %w", req.key, storage.ErrNotFound)}

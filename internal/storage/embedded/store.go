@@ -54,8 +54,12 @@ type Store struct {
 	compactMu sync.Mutex
 }
 
+// indexEntry is a key's current state. It keeps the value too, so the
+// committer can put the previous value into the event log without reading
+// pebble on the write path (profiling showed that Get at ~7% of a renewal).
 type indexEntry struct {
 	modRev, createRev int64
+	value             []byte
 }
 
 var _ storage.Interface = (*Store)(nil)
@@ -119,7 +123,7 @@ func (s *Store) load() error {
 		if len(v) < 16 {
 			return errors.Join(fmt.Errorf("value of %q: %w", it.Key()[1:], errCorrupt), it.Close())
 		}
-		kv, err := decodeValue("", v[:16])
+		kv, err := decodeValue("", v)
 		if err != nil {
 			return errors.Join(err, it.Close())
 		}
@@ -127,7 +131,7 @@ func (s *Store) load() error {
 			return errors.Join(fmt.Errorf("key %q at revision %d is newer than the store's %d: %w",
 				it.Key()[1:], kv.ModRevision, rev, errCorrupt), it.Close())
 		}
-		s.index[string(it.Key()[1:])] = indexEntry{modRev: kv.ModRevision, createRev: kv.CreateRevision}
+		s.index[string(it.Key()[1:])] = indexEntry{modRev: kv.ModRevision, createRev: kv.CreateRevision, value: kv.Value}
 	}
 	if err := it.Close(); err != nil {
 		return fmt.Errorf("iterate values: %w", err)
