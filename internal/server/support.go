@@ -9,8 +9,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/leasehold/leasehold/internal/registry"
+	"github.com/leasehold/leasehold/internal/registry/event"
 	"github.com/leasehold/leasehold/internal/registry/lease"
+	"github.com/leasehold/leasehold/internal/registry/leasecandidate"
 	"github.com/leasehold/leasehold/internal/registry/namespace"
+	"github.com/leasehold/leasehold/internal/registry/node"
 )
 
 type tlsConfigT = *tls.Config
@@ -20,6 +23,9 @@ func Resources(now func() time.Time) *registry.Set {
 	return registry.NewSet(
 		namespace.Resource(now),
 		lease.Resource(now),
+		node.Resource(now),
+		event.Resource(now),
+		leasecandidate.Resource(now),
 	)
 }
 
