@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"github.com/leasehold/leasehold/internal/server/servertest"
 	"os"
 	"testing"
 	"time"
@@ -21,7 +22,8 @@ func serverConfig(t *testing.T) *rest.Config {
 	t.Helper()
 	path := os.Getenv(kubeconfigEnv)
 	if path == "" {
-		t.Skipf("end-to-end bench test skipped: set %s to the kubeconfig of a running server", kubeconfigEnv)
+		// No external server named: run against our own, in process.
+		path = servertest.Start(t).Kubeconfig
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
