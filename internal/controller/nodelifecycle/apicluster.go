@@ -1,0 +1,98 @@
+package nodelifecycle
+
+import (
+	"context"
+	"fmt"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/leasehold/leasehold/internal/registry"
+	"github.com/leasehold/leasehold/internal/watchcache"
+)
+
+// apiCluster is the cluster as `serve` sees it: reads from the watch cache
+// (no HTTP, shared objects), writes through the loopback client so they take
+// the validated request path every client takes.
+type apiCluster struct {
+	cache    *watchcache.Cache
+	client   kubernetes.Interface
+	nodesRes *registry.Resource
+	leaseRes *registry.Resource
+	recorder record.EventRecorder
+}
+
+func (a *apiCluster) nodes() []*corev1.Node {
+	objs, _ := a.cache.List(a.nodesRes.KeyPrefix(""), nil)
+	out := make([]*corev1.Node, 0, len(objs))
+	for _, o := range objs {
+		if n, ok := o.(*corev1.Node); ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func (a *apiCluster) node(name string) (*corev1.Node, bool) {
+	o, ok := a.cache.Get(a.nodesRes.Key("", name))
+	if !ok {
+		return nil, false
+	}
+	n, ok := o.(*corev1.Node)
+	return n, ok
+}
+
+func (a *apiCluster) nodeLease(name string) *coordinationv1.Lease {
+	o, ok := a.cache.Get(a.leaseRes.Key(corev1.NamespaceNodeLease, name))
+	if !ok {
+		return nil
+	}
+	l, _ := o.(*coordinationv1.Lease)
+	return l
+}
+
+func (a *apiCluster) freshNode(ctx context.Context, name string) (*corev1.Node, error) {
+	n, err := a.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("getting node %s: %w", name, err)
+	}
+	return n, nil
+}
+
+func (a *apiCluster) updateStatus(ctx context.Context, n *corev1.Node) error {
+	if _, err := a.client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("updating status of node %s: %w", n.Name, err)
+	}
+	return nil
+}
+
+func (a *apiCluster) swapTaints(ctx context.Context, name string, add, remove []corev1.Taint) error {
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		n, err := a.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		taints, changed := swappedTaints(n.Spec.Taints, add, remove)
+		if !changed {
+			return nil
+		}
+		n.Spec.Taints = taints
+		_, err = a.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("changing taints of node %s: %w", name, err)
+	}
+	return nil
+}
+
+func (a *apiCluster) event(n *corev1.Node, reason, messageFmt string, args ...any) {
+	// Cluster-scoped objects' events go to the default namespace, as the
+	// recorder does for an empty namespace.
+	ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}
+	a.recorder.Eventf(ref, corev1.EventTypeNormal, reason, messageFmt, args...)
+}

@@ -1,0 +1,33 @@
+package nodelifecycle
+
+import (
+	"context"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// cluster is everything the controller reads and writes. The server's
+// implementation (apiCluster) reads the watch cache and writes through the
+// loopback client; keeping it behind this seam lets the decision logic be
+// driven on a fake clock.
+type cluster interface {
+	// nodes lists the current nodes. They are shared: never change them.
+	nodes() []*corev1.Node
+	// node returns one current node, shared, or false if there is none.
+	node(name string) (*corev1.Node, bool)
+	// nodeLease returns the Lease kube-node-lease/name, shared, or nil.
+	nodeLease(name string) *coordinationv1.Lease
+	// freshNode reads a node from the server itself (after a conflict the
+	// cache may lag). The result is the caller's to change.
+	freshNode(ctx context.Context, name string) (*corev1.Node, error)
+	// updateStatus writes n's status (PUT nodes/NAME/status); n carries the
+	// resourceVersion it was read at, so a concurrent write is a conflict.
+	updateStatus(ctx context.Context, n *corev1.Node) error
+	// swapTaints adds the taints in add (replacing any with the same key and
+	// effect) and removes those matching remove by key and effect, retrying
+	// on conflicts; nothing is written if nothing changes.
+	swapTaints(ctx context.Context, name string, add, remove []corev1.Taint) error
+	// event records a Normal event about node n.
+	event(n *corev1.Node, reason, messageFmt string, args ...any)
+}

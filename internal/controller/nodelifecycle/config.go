@@ -1,0 +1,96 @@
+package nodelifecycle
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// Defaults are kube-controller-manager's (reference §3.1).
+const (
+	DefaultMonitorPeriod             = 5 * time.Second
+	DefaultGracePeriod               = 50 * time.Second
+	DefaultStartupGracePeriod        = 60 * time.Second
+	DefaultEvictionRate              = 0.1
+	DefaultSecondaryEvictionRate     = 0.01
+	DefaultLargeClusterSizeThreshold = 50
+	DefaultUnhealthyZoneThreshold    = 0.55
+
+	// taintingPeriod is how often the NoExecute queues are drained
+	// (NodeEvictionPeriod in kube-controller-manager).
+	taintingPeriod = 100 * time.Millisecond
+	// statusRetries and statusRetrySleep bound the retries of one node's
+	// health update (NodeHealthUpdateRetry, retrySleepTime).
+	statusRetries    = 5
+	statusRetrySleep = 20 * time.Millisecond
+)
+
+// Config tunes the controller. Zero fields take the defaults above.
+type Config struct {
+	// MonitorPeriod is how often node health is checked (--node-monitor-period).
+	MonitorPeriod time.Duration
+	// GracePeriod is how long a node with a Ready condition may stay silent
+	// before it is marked Unknown (--node-monitor-grace-period).
+	GracePeriod time.Duration
+	// StartupGracePeriod replaces GracePeriod for a node that never posted a
+	// Ready condition (--node-startup-grace-period).
+	StartupGracePeriod time.Duration
+	// EvictionRate is the NoExecute tainting rate per healthy zone, in nodes
+	// per second (--node-eviction-rate); the bucket's burst is 1.
+	EvictionRate float64
+	// SecondaryEvictionRate is the rate in a partially disrupted zone of more
+	// than LargeClusterSizeThreshold nodes (smaller ones get 0).
+	SecondaryEvictionRate     float64
+	LargeClusterSizeThreshold int
+	// UnhealthyZoneThreshold is the NotReady fraction (with more than 2
+	// NotReady nodes) that makes a zone partially disrupted.
+	UnhealthyZoneThreshold float64
+
+	// Clock drives probe timestamps, tickers and rate limiters (a fake one in tests).
+	Clock  clock.WithTicker
+	Logger *slog.Logger
+}
+
+func (c *Config) defaults() {
+	if c.MonitorPeriod == 0 {
+		c.MonitorPeriod = DefaultMonitorPeriod
+	}
+	if c.GracePeriod == 0 {
+		c.GracePeriod = DefaultGracePeriod
+	}
+	if c.StartupGracePeriod == 0 {
+		c.StartupGracePeriod = DefaultStartupGracePeriod
+	}
+	if c.EvictionRate == 0 {
+		c.EvictionRate = DefaultEvictionRate
+	}
+	if c.SecondaryEvictionRate == 0 {
+		c.SecondaryEvictionRate = DefaultSecondaryEvictionRate
+	}
+	if c.LargeClusterSizeThreshold == 0 {
+		c.LargeClusterSizeThreshold = DefaultLargeClusterSizeThreshold
+	}
+	if c.UnhealthyZoneThreshold == 0 {
+		c.UnhealthyZoneThreshold = DefaultUnhealthyZoneThreshold
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.MonitorPeriod < 0, c.GracePeriod < 0, c.StartupGracePeriod < 0:
+		return errors.New("node lifecycle periods must not be negative")
+	case c.EvictionRate < 0, c.SecondaryEvictionRate < 0:
+		return errors.New("node eviction rates must not be negative")
+	case c.UnhealthyZoneThreshold < 0 || c.UnhealthyZoneThreshold > 1:
+		return errors.New("unhealthy zone threshold must be within [0, 1]")
+	}
+	return nil
+}

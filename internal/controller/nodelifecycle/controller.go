@@ -1,0 +1,134 @@
+package nodelifecycle
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+)
+
+// Controller watches node heartbeats and acts on silent nodes. Its state is
+// owned by the goroutine running Run (or a test calling the passes in turn).
+type Controller struct {
+	cfg     Config
+	clock   clock.WithTicker
+	log     *slog.Logger
+	cluster cluster
+
+	// known are the nodes seen in the last pass, by name, with their uid (a
+	// node deleted and registered again under its name is a new node).
+	known map[string]types.UID
+	// health is the per-node bookkeeping of updateHealth.
+	health map[string]*nodeHealth
+	// zoneStates and tainters are per zone key.
+	zoneStates map[string]zoneState
+	tainters   map[string]*taintQueue
+}
+
+func newController(cfg Config, cl cluster) (*Controller, error) {
+	cfg.defaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Controller{
+		cfg:        cfg,
+		clock:      cfg.Clock,
+		log:        cfg.Logger,
+		cluster:    cl,
+		known:      map[string]types.UID{},
+		health:     map[string]*nodeHealth{},
+		zoneStates: map[string]zoneState{},
+		tainters:   map[string]*taintQueue{},
+	}, nil
+}
+
+// queue returns zone's NoExecute queue, creating it at the normal rate.
+func (c *Controller) queue(zone string) *taintQueue {
+	q, ok := c.tainters[zone]
+	if !ok {
+		q = newTaintQueue(c.clock, c.cfg.EvictionRate)
+		c.tainters[zone] = q
+	}
+	return q
+}
+
+// monitor is one health pass over every node (monitorNodeHealth): note new
+// and removed nodes, update each node's health, queue or drop its NoExecute
+// taint, record NodeNotReady when the controller itself found it gone, then
+// judge the zones.
+func (c *Controller) monitor(ctx context.Context) {
+	nodes := c.cluster.nodes()
+	c.classify(nodes)
+
+	zoneConds := map[string][]*corev1.NodeCondition{}
+	for _, shared := range nodes {
+		n := shared.DeepCopy()
+		observed, current, err := c.updateHealthWithRetry(ctx, n)
+		if err != nil {
+			if ctx.Err() == nil {
+				c.log.Error("node health update failed; skipping the node this pass", "node", n.Name, "err", err)
+			}
+			continue
+		}
+		if _, excluded := n.Labels[labelExcludeDisruption]; !excluded {
+			zone := zoneKey(n)
+			zoneConds[zone] = append(zoneConds[zone], current)
+		}
+		if current == nil {
+			continue
+		}
+		c.taintForReadiness(ctx, shared, observed.Status)
+		if current.Status != corev1.ConditionTrue && observed.Status == corev1.ConditionTrue {
+			c.log.Info("node is not ready", "node", n.Name, "status", string(current.Status))
+			c.cluster.event(n, "NodeNotReady", "Node %s status is now: %s", n.Name, "NodeNotReady")
+		}
+	}
+	c.handleDisruption(ctx, zoneConds, nodes)
+	// NoSchedule taints follow node changes as they are watched; going over
+	// every node here too retries any write that failed then.
+	for _, n := range nodes {
+		c.noSchedulePass(ctx, n.Name)
+	}
+}
+
+// classify compares nodes with those known from the last pass: new ones get
+// RegisteredNode, gone ones RemovingNode.
+func (c *Controller) classify(nodes []*corev1.Node) {
+	seen := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		seen[n.Name] = true
+		uid, ok := c.known[n.Name]
+		if ok && uid == n.UID {
+			continue
+		}
+		if ok {
+			c.forgetNode(n.Name)
+		}
+		c.log.Info("observed a new node", "node", n.Name)
+		c.cluster.event(n, "RegisteredNode", "Node %s event: %s", n.Name, fmt.Sprintf("Registered Node %s in Controller", n.Name))
+		c.known[n.Name] = n.UID
+		c.queue(zoneKey(n))
+	}
+	for name := range c.known {
+		if !seen[name] {
+			c.forgetNode(name)
+		}
+	}
+}
+
+// forgetNode drops a node that is gone or was replaced by a new object of
+// the same name.
+func (c *Controller) forgetNode(name string) {
+	c.log.Info("node removed", "node", name)
+	ref := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: c.known[name]}}
+	c.cluster.event(ref, "RemovingNode", "Node %s event: %s", name, fmt.Sprintf("Removing Node %s from Controller", name))
+	delete(c.known, name)
+	delete(c.health, name)
+	for _, q := range c.tainters {
+		q.forget(name)
+	}
+}

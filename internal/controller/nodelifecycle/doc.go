@@ -1,0 +1,24 @@
+// Package nodelifecycle is Leasehold's node lifecycle controller, the part of
+// kube-controller-manager's controller that judges node health from
+// heartbeats and reacts to it (reference §3): a node is alive while its
+// kube-node-lease Lease's renewTime moves forward or its Ready condition's
+// lastHeartbeatTime changes; after the grace period its Ready and pressure
+// conditions become Unknown, it gets the NoSchedule and (rate-limited, per
+// zone) NoExecute unreachable / not-ready taints, and events record what the
+// controller saw. Pod eviction is not done here: Leasehold serves no pods.
+//
+// Invariants:
+//
+//   - Probe timestamps are stamped with the controller's own clock, never
+//     with times written by nodes (clock skew), and only a strictly later
+//     renewTime or a changed Ready heartbeat moves them.
+//   - All decisions and bookkeeping happen on one goroutine (Run's), so the
+//     per-node and per-zone state needs no locks.
+//   - Objects read from the watch cache are shared: the controller copies a
+//     node before changing it and never changes a cached object.
+//   - When every zone is in full disruption (no Ready node anywhere) the
+//     controller adds no NoExecute taint and removes the ones it added: the
+//     fault is most likely on the server side (a stalled lease watch, issue
+//     kubernetes#121793), not in every node at once. Leaving that mode resets
+//     every probe timestamp to now, so nodes get a full grace period again.
+package nodelifecycle

@@ -1,0 +1,135 @@
+package nodelifecycle
+
+import (
+	"context"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// taintForReadiness acts on a node's NoExecute taints given its Ready status
+// as observed at the start of this pass (processTaintBaseEviction): a node
+// already carrying the opposite taint has it swapped at once; otherwise it
+// is queued for its zone's rate-limited tainting; a Ready node loses both.
+func (c *Controller) taintForReadiness(ctx context.Context, n *corev1.Node, ready corev1.ConditionStatus) {
+	switch ready {
+	case corev1.ConditionFalse:
+		if hasTaint(n.Spec.Taints, unreachableNoExecute) {
+			c.swap(ctx, n.Name, notReadyNoExecute, unreachableNoExecute)
+			return
+		}
+		c.markForTainting(n, notReadyNoExecute)
+	case corev1.ConditionUnknown:
+		if hasTaint(n.Spec.Taints, notReadyNoExecute) {
+			c.swap(ctx, n.Name, unreachableNoExecute, notReadyNoExecute)
+			return
+		}
+		c.markForTainting(n, unreachableNoExecute)
+	case corev1.ConditionTrue:
+		c.markReachable(ctx, n)
+	}
+}
+
+// swap replaces one NoExecute taint by the other straight away; a failure
+// is retried by a later pass.
+func (c *Controller) swap(ctx context.Context, name string, add, remove corev1.Taint) bool {
+	err := c.cluster.swapTaints(ctx, name, stamped([]corev1.Taint{add}, metav1.NewTime(c.clock.Now())), []corev1.Taint{remove})
+	if err != nil {
+		if ctx.Err() == nil {
+			c.log.Error("swapping NoExecute taints failed; will retry", "node", name, "add", add.Key, "remove", remove.Key, "err", err)
+		}
+		return false
+	}
+	c.log.Info("node tainted NoExecute", "node", name, "taint", add.Key)
+	return true
+}
+
+// markForTainting queues n for taint t in its zone. If n lacks t (never
+// tainted, or the taint was removed behind our back) it is queued afresh;
+// if it has it, it stays processed and is not queued again.
+func (c *Controller) markForTainting(n *corev1.Node, t corev1.Taint) {
+	q := c.queue(zoneKey(n))
+	if !hasTaint(n.Spec.Taints, t) {
+		q.forget(n.Name)
+	}
+	if q.add(n.Name) {
+		c.log.Debug("node queued for NoExecute tainting", "node", n.Name, "taint", t.Key)
+	}
+}
+
+// markReachable removes both NoExecute taints from n and takes it out of
+// its zone's queue.
+func (c *Controller) markReachable(ctx context.Context, n *corev1.Node) {
+	c.queue(zoneKey(n)).forget(n.Name)
+	if !hasTaint(n.Spec.Taints, unreachableNoExecute) && !hasTaint(n.Spec.Taints, notReadyNoExecute) {
+		return
+	}
+	if err := c.cluster.swapTaints(ctx, n.Name, nil, []corev1.Taint{unreachableNoExecute, notReadyNoExecute}); err != nil {
+		if ctx.Err() == nil {
+			c.log.Error("removing NoExecute taints failed; will retry", "node", n.Name, "err", err)
+		}
+		return
+	}
+	c.log.Info("node reachable again: NoExecute taints removed", "node", n.Name)
+}
+
+// taintPass drains every zone's NoExecute queue as far as its rate allows
+// (doNoExecuteTaintingPass). Each node is judged from its current Ready
+// condition: it may have recovered while it waited.
+func (c *Controller) taintPass(ctx context.Context) {
+	zones := make([]string, 0, len(c.tainters))
+	for z := range c.tainters {
+		zones = append(zones, z)
+	}
+	sort.Strings(zones)
+	for _, z := range zones {
+		c.tainters[z].drain(func(name string) bool {
+			n, ok := c.cluster.node(name)
+			if !ok {
+				return true
+			}
+			cond := readyCondition(&n.Status)
+			if cond == nil {
+				return true
+			}
+			switch cond.Status {
+			case corev1.ConditionFalse:
+				return c.swap(ctx, name, notReadyNoExecute, unreachableNoExecute)
+			case corev1.ConditionUnknown:
+				return c.swap(ctx, name, unreachableNoExecute, notReadyNoExecute)
+			default:
+				return true
+			}
+		})
+	}
+}
+
+// noSchedulePass makes the node's controller-owned NoSchedule taints match
+// its conditions and spec.unschedulable (doNoScheduleTaintingPass). It runs
+// whenever the node changes.
+func (c *Controller) noSchedulePass(ctx context.Context, name string) {
+	n, ok := c.cluster.node(name)
+	if !ok {
+		return
+	}
+	add, remove := noScheduleDiff(n)
+	if len(add) == 0 && len(remove) == 0 {
+		return
+	}
+	if err := c.cluster.swapTaints(ctx, name, stamped(add, metav1.NewTime(c.clock.Now())), remove); err != nil {
+		if ctx.Err() == nil {
+			c.log.Error("updating NoSchedule taints failed", "node", name, "err", err)
+		}
+		return
+	}
+	c.log.Info("NoSchedule taints updated", "node", name, "added", taintKeys(add), "removed", taintKeys(remove))
+}
+
+func taintKeys(ts []corev1.Taint) []string {
+	keys := make([]string, len(ts))
+	for i, t := range ts {
+		keys[i] = t.Key
+	}
+	return keys
+}
