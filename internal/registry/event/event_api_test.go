@@ -159,6 +159,13 @@ func TestEventValidation(t *testing.T) {
 	_, err := events.Create(ctx, e, metav1.CreateOptions{})
 	wantInvalid(t, err, `involvedObject.namespace: Invalid value: "kube-system": does not match event.namespace`)
 
+	// A PUT to a missing event creates it (201), as kube-apiserver allows.
+	put := podEvent("put.1", "web-1", "a", "Pulled", corev1.EventTypeNormal)
+	put.ResourceVersion = "1"
+	if _, err := events.Update(ctx, put, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("create on update: %v", err)
+	}
+
 	newStyle := &corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{Name: "new-style"},
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "web-1"},

@@ -34,9 +34,11 @@ func Resource(now func() time.Time) *registry.Resource {
 		Kind:         "LeaseCandidate",
 		ListKind:     "LeaseCandidateList",
 		Namespaced:   true,
-		ValidateName: ValidateName,
-		New:          func() runtime.Object { return &coordinationv1beta1.LeaseCandidate{} },
-		NewList:      func() runtime.Object { return &coordinationv1beta1.LeaseCandidateList{} },
+		// As kube-apiserver's LeaseCandidate strategy (copied from Lease's).
+		AllowCreateOnUpdate: true,
+		ValidateName:        ValidateName,
+		New:                 func() runtime.Object { return &coordinationv1beta1.LeaseCandidate{} },
+		NewList:             func() runtime.Object { return &coordinationv1beta1.LeaseCandidateList{} },
 		ValidateCreate: func(obj runtime.Object) field.ErrorList {
 			return ValidateSpec(&obj.(*coordinationv1beta1.LeaseCandidate).Spec, field.NewPath("spec"))
 		},

@@ -133,8 +133,14 @@ func TestLeaseCandidateInformerSelector(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("no watch event")
 	}
+	// A PUT to a missing candidate creates it, as upstream allows.
+	put := candidate("cp-3_put")
+	put.ResourceVersion = "1"
+	if _, err := cands.Update(ctx, put, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("create on update: %v", err)
+	}
 	list, err := cands.List(ctx, metav1.ListOptions{FieldSelector: "metadata.namespace=kube-system,metadata.name!=" + me})
-	if err != nil || len(list.Items) != 1 || list.Items[0].Name != "cp-2_77aa" {
+	if err != nil || len(list.Items) != 2 || list.Items[0].Name != "cp-2_77aa" || list.Items[1].Name != "cp-3_put" {
 		t.Fatalf("list: %v %+v", err, list)
 	}
 }
