@@ -47,6 +47,12 @@ type Config struct {
 	// again after a first failure; the command closes the heartbeat client's
 	// idle connections there so a dead HTTP/2 connection is not reused.
 	OnRepeatedHeartbeatFailure func()
+	// OnRenew, if set, observes every lease renewal request (each PUT of
+	// the lease, retries included; not the GET or create that recover a
+	// missing lease): how long it took and its error. It is called on the
+	// lease goroutine, so it must be quick; `leasehold bench fleet` records
+	// renewal latency through it.
+	OnRenew func(d time.Duration, err error)
 }
 
 // DefaultConfig returns the kubelet's defaults for node name.

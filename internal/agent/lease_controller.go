@@ -27,6 +27,7 @@ type leaseController struct {
 	clock           clock.Clock
 	log             *slog.Logger
 	onRepeatedFail  func()
+	onRenew         func(time.Duration, error)
 
 	// latest is the last lease the server returned; renewals PUT a copy of
 	// it without a GET.
@@ -43,6 +44,7 @@ func newLeaseController(heartbeat kubernetes.Interface, cfg Config, clk clock.Cl
 		clock:           clk,
 		log:             log.With("lease", corev1.NamespaceNodeLease+"/"+cfg.NodeName),
 		onRepeatedFail:  cfg.OnRepeatedHeartbeatFailure,
+		onRenew:         cfg.OnRenew,
 	}
 }
 
@@ -134,7 +136,11 @@ func (c *leaseController) retryUpdate(ctx context.Context, base *coordinationv1.
 			c.log.Error("Failed to prepare lease", "err", err)
 			continue
 		}
+		start := c.clock.Now()
 		updated, err := c.leases.Update(ctx, lease, metav1.UpdateOptions{})
+		if c.onRenew != nil {
+			c.onRenew(c.clock.Since(start), err)
+		}
 		if err == nil {
 			c.latest = updated
 			return nil
