@@ -1,12 +1,15 @@
 package agent
 
-// End-to-end tests against a real API server (leasehold serve, or any
-// Kubernetes cluster you may write Nodes to). They run only when
-// LEASEHOLD_TEST_KUBECONFIG names a kubeconfig file, for example:
+// End-to-end tests against a real API server. By default each test starts
+// its own leasehold server in process (servertest.Start: real TLS on
+// 127.0.0.1, a fresh data dir). LEASEHOLD_TEST_KUBECONFIG overrides that with
+// any running server (leasehold serve, or a Kubernetes cluster you may write
+// Nodes to), for example:
 //
 //	LEASEHOLD_TEST_KUBECONFIG=leasehold-data/admin.kubeconfig go test -run E2E -v ./internal/agent/
 //
-// Each test uses its own node name and deletes its Node and Lease at the end.
+// Each test uses its own node name and deletes its Node and Lease at the end,
+// so a shared external server is left as it was found.
 
 import (
 	"bytes"
@@ -32,6 +35,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/connrotation"
 	"k8s.io/utils/clock"
+
+	"github.com/leasehold/leasehold/internal/server/servertest"
 )
 
 const e2eKubeconfigEnv = "LEASEHOLD_TEST_KUBECONFIG"
@@ -58,11 +63,13 @@ func newE2EEnv(t *testing.T) *e2eEnv {
 	t.Helper()
 	path := os.Getenv(e2eKubeconfigEnv)
 	if path == "" {
-		t.Skipf("end-to-end test skipped: set %s to a kubeconfig of a running API server (e.g. leasehold serve's leasehold-data/admin.kubeconfig)", e2eKubeconfigEnv)
+		// No external server named: run against our own, started for this
+		// test and stopped when it ends.
+		path = servertest.Start(t).Kubeconfig
 	}
 	rc, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
-		t.Fatalf("load %s=%s: %v", e2eKubeconfigEnv, path, err)
+		t.Fatalf("load kubeconfig %s: %v", path, err)
 	}
 	rc.UserAgent = "leasehold-agent-e2e"
 	// The checking client dials through its own tracker so that the test can
@@ -245,6 +252,7 @@ func waitLog(t *testing.T, a *runningAgent, mark int, timeout time.Duration, lin
 // TestE2ENodeHeartbeat is scenario 1: the agent registers its Node and
 // creates and renews its lease with the kubelet's fields.
 func TestE2ENodeHeartbeat(t *testing.T) {
+	t.Parallel()
 	e := newE2EEnv(t)
 	name := e2eNodeName("hb")
 	e.cleanupNode(t, name)
@@ -314,9 +322,12 @@ func TestE2ENodeHeartbeat(t *testing.T) {
 }
 
 // TestE2ELeaseDeletedIsRecreated: deleting only the lease makes the next
-// renewal fail (409 on the uid precondition, or 404), fall back to GET and
-// create a new lease with a new uid, owned by the same Node.
+// renewal PUT fail with 409 (its uid precondition names the deleted
+// object, exactly as kube-apiserver answers), which sends the agent, like
+// the kubelet, to GET (404) and create a new lease with a new uid, owned by
+// the same Node, inside the same update routine.
 func TestE2ELeaseDeletedIsRecreated(t *testing.T) {
+	t.Parallel()
 	e := newE2EEnv(t)
 	name := e2eNodeName("lease")
 	e.cleanupNode(t, name)
@@ -344,7 +355,8 @@ func TestE2ELeaseDeletedIsRecreated(t *testing.T) {
 		}
 		return nil
 	})
-	waitLog(t, agent, mark, time.Second, "failed to update lease using latest lease, fallback to ensure lease")
+	waitLog(t, agent, mark, time.Second, `msg="Failed to update lease"`)
+	waitLog(t, agent, mark, time.Second, `msg="Created node lease"`)
 }
 
 // TestE2ENodeDeletedThenReregistered is scenario 3: after kubectl delete
@@ -352,6 +364,7 @@ func TestE2ELeaseDeletedIsRecreated(t *testing.T) {
 // keeps going, logs like the kubelet, and creates no ownerless lease; a
 // restarted agent registers a new Node and a new owned lease.
 func TestE2ENodeDeletedThenReregistered(t *testing.T) {
+	t.Parallel()
 	e := newE2EEnv(t)
 	name := e2eNodeName("del")
 	e.cleanupNode(t, name)
@@ -410,6 +423,7 @@ func TestE2ENodeDeletedThenReregistered(t *testing.T) {
 // (a restart) keeps it, forces the well-known labels back, reports Ready
 // and owns its lease by that Node's uid.
 func TestE2EExistingNodeIsReused(t *testing.T) {
+	t.Parallel()
 	e := newE2EEnv(t)
 	name := e2eNodeName("reuse")
 	e.cleanupNode(t, name)
