@@ -1,0 +1,172 @@
+package garbagecollector
+
+import (
+	"slices"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// edge is one owner reference of a dependent, resolved to the storage key
+// the owner would have (the owner is found by name; the uid is checked later).
+type edge struct {
+	owner string
+	uid   types.UID
+}
+
+// node is what the graph remembers of one object.
+type node struct {
+	uid    types.UID
+	owners []edge
+	// deletingDependents: deletionTimestamp set and the foregroundDeletion
+	// finalizer present (the owner waits for its blocking dependents).
+	deletingDependents bool
+}
+
+// graph is the dependency graph, written only by the event loop and read by
+// the workers. Dependents are indexed by the owner's storage key rather than
+// its uid, so an owner that is deleted and re-created under the same name
+// finds the dependents that still point at its predecessor.
+type graph struct {
+	mu    sync.RWMutex
+	nodes map[string]*node
+	// dependents: owner key → dependent key → the uid the dependent's
+	// reference names.
+	dependents map[string]map[string]types.UID
+	byUID      map[types.UID]string
+	// rev is the cache revision the graph reflects; 0 while a snapshot is
+	// still being loaded.
+	rev int64
+}
+
+func newGraph() *graph {
+	return &graph{
+		nodes:      map[string]*node{},
+		dependents: map[string]map[string]types.UID{},
+		byUID:      map[types.UID]string{},
+	}
+}
+
+// set records the state of key and returns its previous state (nil if new).
+func (g *graph) set(key string, n *node) *node {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	old := g.nodes[key]
+	if old != nil {
+		if old.uid != n.uid {
+			delete(g.byUID, old.uid)
+		}
+		if !slices.Equal(old.owners, n.owners) {
+			g.unlinkLocked(key, old.owners)
+		} else {
+			// Same references: nothing to re-index.
+			g.nodes[key] = n
+			g.byUID[n.uid] = key
+			return old
+		}
+	}
+	g.nodes[key] = n
+	g.byUID[n.uid] = key
+	for _, e := range n.owners {
+		deps := g.dependents[e.owner]
+		if deps == nil {
+			deps = map[string]types.UID{}
+			g.dependents[e.owner] = deps
+		}
+		deps[key] = e.uid
+	}
+	return old
+}
+
+// remove forgets key and returns its last state (nil if unknown).
+func (g *graph) remove(key string) *node {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	old := g.nodes[key]
+	if old == nil {
+		return nil
+	}
+	delete(g.nodes, key)
+	if g.byUID[old.uid] == key {
+		delete(g.byUID, old.uid)
+	}
+	g.unlinkLocked(key, old.owners)
+	return old
+}
+
+func (g *graph) unlinkLocked(key string, owners []edge) {
+	for _, e := range owners {
+		deps := g.dependents[e.owner]
+		delete(deps, key)
+		if len(deps) == 0 {
+			delete(g.dependents, e.owner)
+		}
+	}
+}
+
+// dependentsOf returns the keys of the objects that reference owner key
+// (with any uid), and the uid each reference names.
+func (g *graph) dependentsOf(owner string) map[string]types.UID {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	deps := g.dependents[owner]
+	if len(deps) == 0 {
+		return nil
+	}
+	out := make(map[string]types.UID, len(deps))
+	for k, u := range deps {
+		out[k] = u
+	}
+	return out
+}
+
+// hasDependents tells whether any object references the owner key with uid.
+func (g *graph) hasDependents(owner string, uid types.UID) bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	for _, u := range g.dependents[owner] {
+		if u == uid {
+			return true
+		}
+	}
+	return false
+}
+
+// deletingDependents tells whether the graph knows key as an owner waiting
+// for its dependents (foreground deletion).
+func (g *graph) deletingDependents(key string) bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	n := g.nodes[key]
+	return n != nil && n.deletingDependents
+}
+
+// keyOfUID returns the key of the object with uid, if the graph has it.
+func (g *graph) keyOfUID(uid types.UID) (string, bool) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	k, ok := g.byUID[uid]
+	return k, ok
+}
+
+func (g *graph) setRevision(rev int64) {
+	g.mu.Lock()
+	g.rev = rev
+	g.mu.Unlock()
+}
+
+func (g *graph) revision() int64 {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.rev
+}
+
+// reset empties the graph before a new snapshot is loaded into it.
+func (g *graph) reset() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.nodes = map[string]*node{}
+	g.dependents = map[string]map[string]types.UID{}
+	g.byUID = map[types.UID]string{}
+	g.rev = 0
+}
