@@ -1,0 +1,213 @@
+package nodelifecycle
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+const (
+	unreachableNoSchedule = corev1.TaintNodeUnreachable + ":NoSchedule"
+	unreachableNoExec     = corev1.TaintNodeUnreachable + ":NoExecute"
+	notReadyNoSchedule    = corev1.TaintNodeNotReady + ":NoSchedule"
+	notReadyNoExec        = corev1.TaintNodeNotReady + ":NoExecute"
+)
+
+// step advances the fake clock by d and runs one monitor pass.
+func step(ctx context.Context, m *memCluster, c *Controller, d time.Duration) {
+	m.clock.Step(d)
+	c.monitor(ctx)
+}
+
+func wantCondition(t *testing.T, n *corev1.Node, typ corev1.NodeConditionType, status corev1.ConditionStatus, reason, message string) *corev1.NodeCondition {
+	t.Helper()
+	cond := condition(&n.Status, typ)
+	if cond == nil {
+		t.Fatalf("node %s has no %s condition", n.Name, typ)
+	}
+	if cond.Status != status || cond.Reason != reason || cond.Message != message {
+		t.Fatalf("%s = %s/%q/%q, want %s/%q/%q", typ, cond.Status, cond.Reason, cond.Message, status, reason, message)
+	}
+	return cond
+}
+
+func TestGraceExpiryMarksConditionsUnknown(t *testing.T) {
+	ctx := context.Background()
+	m := newMemCluster(t, t0)
+	m.addNode("n1", "", corev1.ConditionTrue)
+	n := m.get("n1").DeepCopy()
+	n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionFalse})
+	m.objs["n1"] = n
+	m.renew("n1", t0)
+	c := m.controller(Config{})
+
+	c.monitor(ctx)
+	step(ctx, m, c, 50*time.Second) // exactly the grace period: not yet
+	wantCondition(t, m.get("n1"), corev1.NodeReady, corev1.ConditionTrue, "Agent", "posted")
+	if m.writes != 0 {
+		t.Fatalf("%d writes before the grace period ended", m.writes)
+	}
+
+	step(ctx, m, c, time.Second)
+	got := m.get("n1")
+	ready := wantCondition(t, got, corev1.NodeReady, corev1.ConditionUnknown, reasonUnknown, messageUnknown)
+	if !ready.LastHeartbeatTime.Time.Equal(t0) || !ready.LastTransitionTime.Time.Equal(t0.Add(51*time.Second)) {
+		t.Errorf("Ready heartbeat %v transition %v, want heartbeat kept at %v and transition now", ready.LastHeartbeatTime, ready.LastTransitionTime, t0)
+	}
+	for _, typ := range []corev1.NodeConditionType{corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure} {
+		wantCondition(t, got, typ, corev1.ConditionUnknown, reasonUnknown, messageUnknown)
+	}
+	if nu := condition(&got.Status, corev1.NodeNetworkUnavailable); nu.Status != corev1.ConditionFalse {
+		t.Errorf("NetworkUnavailable changed to %s; the controller must leave it", nu.Status)
+	}
+	if ev := m.eventsWith("NodeNotReady"); len(ev) != 1 || ev[0].message != "Node n1 status is now: NodeNotReady" {
+		t.Errorf("NodeNotReady events = %+v", ev)
+	}
+	if !slices.Contains(m.taintKeysOf("n1"), unreachableNoSchedule) {
+		t.Errorf("taints %v lack %s", m.taintKeysOf("n1"), unreachableNoSchedule)
+	}
+
+	// Later passes change nothing and record no more events.
+	writes := m.writes
+	step(ctx, m, c, 5*time.Second)
+	step(ctx, m, c, 5*time.Second)
+	if got := len(m.eventsWith("NodeNotReady")); got != 1 {
+		t.Errorf("%d NodeNotReady events, want 1", got)
+	}
+	if m.writes != writes {
+		t.Errorf("%d more writes for a node already Unknown and tainted NoSchedule", m.writes-writes)
+	}
+}
+
+func TestOnlyAdvancingRenewTimeIsAHeartbeat(t *testing.T) {
+	ctx := context.Background()
+	m := newMemCluster(t, t0)
+	m.addNode("stale", "", corev1.ConditionTrue)
+	m.addNode("live", "", corev1.ConditionTrue)
+	m.renew("stale", t0)
+	m.renew("live", t0)
+	c := m.controller(Config{})
+	c.monitor(ctx)
+
+	// Both leases are rewritten every 10 s (new resourceVersion), but only
+	// live's renewTime moves forward; stale's goes back in time once.
+	for i := 1; i <= 9; i++ {
+		m.clock.Step(10 * time.Second)
+		m.renew("live", m.clock.Now())
+		if i == 5 {
+			m.renew("stale", t0.Add(-time.Minute))
+		} else {
+			m.renew("stale", t0)
+		}
+		c.monitor(ctx)
+	}
+	wantCondition(t, m.get("stale"), corev1.NodeReady, corev1.ConditionUnknown, reasonUnknown, messageUnknown)
+	wantCondition(t, m.get("live"), corev1.NodeReady, corev1.ConditionTrue, "Agent", "posted")
+}
+
+func TestReadyHeartbeatAloneKeepsNodeAlive(t *testing.T) {
+	ctx := context.Background()
+	m := newMemCluster(t, t0)
+	m.addNode("n1", "", corev1.ConditionTrue) // no lease at all
+	c := m.controller(Config{})
+	c.monitor(ctx)
+	for range 6 {
+		m.clock.Step(20 * time.Second)
+		m.postStatus("n1", corev1.ConditionTrue)
+		c.monitor(ctx)
+	}
+	wantCondition(t, m.get("n1"), corev1.NodeReady, corev1.ConditionTrue, "Agent", "posted")
+	step(ctx, m, c, 51*time.Second)
+	wantCondition(t, m.get("n1"), corev1.NodeReady, corev1.ConditionUnknown, reasonUnknown, messageUnknown)
+}
+
+func TestStartupGraceForNodeThatNeverPosted(t *testing.T) {
+	ctx := context.Background()
+	m := newMemCluster(t, t0)
+	m.addNode("n1", "", "") // registered, no status ever
+	c := m.controller(Config{})
+	c.monitor(ctx)
+	step(ctx, m, c, 55*time.Second) // past the 50 s grace, within the 60 s startup grace
+	if len(m.get("n1").Status.Conditions) != 0 {
+		t.Fatalf("conditions set within the startup grace: %+v", m.get("n1").Status.Conditions)
+	}
+	step(ctx, m, c, 6*time.Second)
+	got := m.get("n1")
+	for _, typ := range timedOutConditions {
+		cond := wantCondition(t, got, typ, corev1.ConditionUnknown, reasonNeverUpdated, messageNeverUpdated)
+		if !cond.LastHeartbeatTime.Time.Equal(t0) || !cond.LastTransitionTime.Time.Equal(t0.Add(61*time.Second)) {
+			t.Errorf("%s heartbeat %v transition %v, want creation time and now", typ, cond.LastHeartbeatTime, cond.LastTransitionTime)
+		}
+	}
+	if ev := m.eventsWith("NodeNotReady"); len(ev) != 0 {
+		t.Errorf("NodeNotReady for a node that was never Ready: %+v", ev)
+	}
+}
+
+func TestLeaseKeepsNodeThatNeverPostedAlive(t *testing.T) {
+	ctx := context.Background()
+	m := newMemCluster(t, t0)
+	m.addNode("n1", "", "")
+	c := m.controller(Config{})
+	for range 10 {
+		m.renew("n1", m.clock.Now())
+		step(ctx, m, c, 10*time.Second)
+	}
+	if len(m.get("n1").Status.Conditions) != 0 {
+		t.Fatalf("a node renewing its lease was marked: %+v", m.get("n1").Status.Conditions)
+	}
+}
+
+func TestRegisteredAndRemovingEvents(t *testing.T) {
+	ctx := context.Background()
+	m := newMemCluster(t, t0)
+	m.addNode("n1", "", corev1.ConditionTrue)
+	c := m.controller(Config{})
+	c.monitor(ctx)
+	c.monitor(ctx)
+	if ev := m.eventsWith("RegisteredNode"); len(ev) != 1 || ev[0].message != "Node n1 event: Registered Node n1 in Controller" {
+		t.Fatalf("RegisteredNode events = %+v", ev)
+	}
+	delete(m.objs, "n1")
+	c.monitor(ctx)
+	if ev := m.eventsWith("RemovingNode"); len(ev) != 1 || ev[0].message != "Node n1 event: Removing Node n1 from Controller" {
+		t.Fatalf("RemovingNode events = %+v", ev)
+	}
+	if _, ok := c.health["n1"]; ok {
+		t.Error("health of a removed node kept")
+	}
+	// Registered again (new uid): a new node, judged afresh.
+	m.addNode("n1", "", corev1.ConditionTrue)
+	c.monitor(ctx)
+	if ev := m.eventsWith("RegisteredNode"); len(ev) != 2 {
+		t.Fatalf("RegisteredNode events after re-registration = %+v", ev)
+	}
+}
+
+func TestStatusConflictIsRetriedWithFreshNode(t *testing.T) {
+	ctx := context.Background()
+	m := newMemCluster(t, t0)
+	m.addNode("n1", "", corev1.ConditionTrue)
+	c := m.controller(Config{})
+	c.monitor(ctx)
+	m.clock.Step(51 * time.Second)
+	// The pass reads this copy; a write lands before its status update.
+	stale := m.get("n1").DeepCopy()
+	labelled := m.get("n1").DeepCopy()
+	labelled.Labels = map[string]string{"touched": "yes"}
+	labelled.ResourceVersion = m.nextRV()
+	m.objs["n1"] = labelled
+	if _, _, err := c.updateHealthWithRetry(ctx, stale); err != nil {
+		t.Fatal(err)
+	}
+	got := m.get("n1")
+	wantCondition(t, got, corev1.NodeReady, corev1.ConditionUnknown, reasonUnknown, messageUnknown)
+	if got.Labels["touched"] != "yes" {
+		t.Error("retry overwrote the concurrent write")
+	}
+}
