@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/leasehold/leasehold/internal/controller/nodelifecycle"
 	"github.com/leasehold/leasehold/internal/server"
 )
 
@@ -31,6 +32,9 @@ SIGTERM finishes in-flight writes, ends watches and exits 0.`,
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 				return &exitError{code: 2, err: err}
 			}
+			if err := cfg.NodeLifecycle.Validate(); err != nil {
+				return &exitError{code: 2, err: err}
+			}
 			cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			return server.Run(cmd.Context(), cfg)
 		},
@@ -43,6 +47,10 @@ SIGTERM finishes in-flight writes, ends watches and exits 0.`,
 	f.StringVar(&cfg.TLSPrivateKey, "tls-private-key-file", "", "serving certificate key, with --tls-cert-file")
 	f.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "extra CA bundle trusted for client certificates")
 	f.DurationVar(&cfg.BookmarkInterval, "watch-bookmark-interval", 0, "how often watches receive bookmarks (default 1m)")
+	f.DurationVar(&cfg.NodeLifecycle.MonitorPeriod, "node-monitor-period", nodelifecycle.DefaultMonitorPeriod, "how often the node lifecycle controller checks node health")
+	f.DurationVar(&cfg.NodeLifecycle.GracePeriod, "node-monitor-grace-period", nodelifecycle.DefaultGracePeriod, "how long a node may send no heartbeat (lease renewal or status) before it is marked Unknown")
+	f.DurationVar(&cfg.NodeLifecycle.StartupGracePeriod, "node-startup-grace-period", nodelifecycle.DefaultStartupGracePeriod, "grace period for a node that never posted a Ready condition")
+	f.Float64Var(&cfg.NodeLifecycle.EvictionRate, "node-eviction-rate", nodelifecycle.DefaultEvictionRate, "nodes per second per healthy zone that get NoExecute taints")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	return cmd
 }

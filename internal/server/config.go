@@ -8,6 +8,8 @@ package server
 import (
 	"log/slog"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/controller/nodelifecycle"
 )
 
 // Config is what `leasehold serve` is told by its flags.
@@ -28,6 +30,8 @@ type Config struct {
 	// HistoryRetention is how long old revisions stay available for
 	// watch-from-revision and continue tokens (default 5 min, as etcd's compaction).
 	HistoryRetention time.Duration
+	// NodeLifecycle tunes the node lifecycle controller (zero fields: defaults).
+	NodeLifecycle nodelifecycle.Config
 	// Ready, if set, receives the listening address and kubeconfig path once serving.
 	Ready func(addr, kubeconfig string)
 }

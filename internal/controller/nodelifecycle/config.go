@@ -83,7 +83,9 @@ func (c *Config) defaults() {
 	}
 }
 
-func (c *Config) validate() error {
+// Validate rejects settings the controller cannot work with (zero values
+// are fine: they take the defaults).
+func (c Config) Validate() error {
 	switch {
 	case c.MonitorPeriod < 0, c.GracePeriod < 0, c.StartupGracePeriod < 0:
 		return errors.New("node lifecycle periods must not be negative")

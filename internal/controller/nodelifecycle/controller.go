@@ -30,10 +30,10 @@ type Controller struct {
 }
 
 func newController(cfg Config, cl cluster) (*Controller, error) {
-	cfg.defaults()
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg.defaults()
 	return &Controller{
 		cfg:        cfg,
 		clock:      cfg.Clock,

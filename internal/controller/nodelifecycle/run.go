@@ -20,47 +20,55 @@ const EventSource = "node-controller"
 
 // Runner runs the controller inside `serve`.
 type Runner struct {
-	c   *Controller
-	api *apiCluster
 	cc  controller.Context
+	cfg Config
 }
 
-// New builds the controller on the server's shared dependencies: it reads
-// nodes and node leases from cc.Cache and writes through cc.Client.
-// cfg.Logger defaults to cc.Logger.
-func New(cc controller.Context, cfg Config) (*Runner, error) {
-	nodes, ok := cc.Resources.Lookup(corev1.GroupName, "v1", "nodes")
-	if !ok {
-		return nil, errors.New("node lifecycle controller: nodes are not served")
-	}
-	leases, ok := cc.Resources.Lookup("coordination.k8s.io", "v1", "leases")
-	if !ok {
-		return nil, errors.New("node lifecycle controller: leases are not served")
-	}
+// New returns the controller for `serve`, on the server's shared
+// dependencies: it reads nodes and node leases from cc.Cache and writes
+// through cc.Client. cfg.Logger defaults to cc.Logger. A cfg that fails
+// Validate makes Run return the error at once (check it with the flags).
+func New(cc controller.Context, cfg Config) *Runner {
 	if cfg.Logger == nil {
 		cfg.Logger = cc.Logger.With("controller", "nodelifecycle")
 	}
-	api := &apiCluster{cache: cc.Cache, client: cc.Client, nodesRes: nodes, leaseRes: leases}
-	c, err := newController(cfg, api)
-	if err != nil {
-		return nil, fmt.Errorf("node lifecycle controller: %w", err)
-	}
-	return &Runner{c: c, api: api, cc: cc}, nil
+	return &Runner{cc: cc, cfg: cfg}
 }
 
 // Name implements controller.Runner.
 func (r *Runner) Name() string { return "nodelifecycle" }
+
+// build wires the controller to the watch cache and the loopback client.
+func (r *Runner) build() (*Controller, *apiCluster, error) {
+	nodes, ok := r.cc.Resources.Lookup(corev1.GroupName, "v1", "nodes")
+	if !ok {
+		return nil, nil, errors.New("node lifecycle controller: nodes are not served")
+	}
+	leases, ok := r.cc.Resources.Lookup("coordination.k8s.io", "v1", "leases")
+	if !ok {
+		return nil, nil, errors.New("node lifecycle controller: leases are not served")
+	}
+	api := &apiCluster{cache: r.cc.Cache, client: r.cc.Client, nodesRes: nodes, leaseRes: leases}
+	c, err := newController(r.cfg, api)
+	if err != nil {
+		return nil, nil, fmt.Errorf("node lifecycle controller: %w", err)
+	}
+	return c, api, nil
+}
 
 // Run monitors node health every MonitorPeriod, drains the NoExecute queues
 // every 100 ms and reconciles a node's NoSchedule taints whenever it changes,
 // all on this goroutine, until ctx ends. Events are sent by a broadcaster
 // that is shut down before Run returns.
 func (r *Runner) Run(ctx context.Context) error {
-	c := r.c
+	c, api, err := r.build()
+	if err != nil {
+		return err
+	}
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	defer broadcaster.Shutdown()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: r.cc.Client.CoreV1().Events("")})
-	r.api.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: EventSource})
+	api.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: EventSource})
 
 	monitor := c.clock.NewTicker(c.cfg.MonitorPeriod)
 	defer monitor.Stop()
@@ -81,7 +89,7 @@ func (r *Runner) Run(ctx context.Context) error {
 			// (Re)subscribe with the current state: a watcher that fell
 			// behind closes, and every node is then reconciled again.
 			var err error
-			w, err = r.api.cache.Watch(ctx, watchcache.WatchOptions{Prefix: r.api.nodesRes.KeyPrefix(""), InitialState: true})
+			w, err = api.cache.Watch(ctx, watchcache.WatchOptions{Prefix: api.nodesRes.KeyPrefix(""), InitialState: true})
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil
