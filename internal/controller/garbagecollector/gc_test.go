@@ -27,9 +27,12 @@ func TestGarbageCollector(t *testing.T) {
 		{"owner re-created with a new uid", testRecreatedOwner},
 		{"orphan", testOrphan},
 		{"foreground", testForeground},
+		{"foreground cycle", testForegroundCycle},
 		{"one of two owners deleted", testOneOfTwoOwners},
 		{"dependent of a missing owner", testMissingOwner},
 		{"cross-namespace owner", testCrossNamespaceOwner},
+		{"node lease", testNodeLease},
+		{"cluster-scoped dependent of a namespaced owner", testClusterScopedDependentOfNamespacedOwner},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := fmt.Sprintf("gc-%d", i)
@@ -209,4 +212,45 @@ func waitWarning(t *testing.T, c kubernetes.Interface, ns, name string, uid type
 		}
 		return false, nil
 	})
+}
+
+// Two leases that own each other with blockOwnerDeletion: a foreground
+// deletion of one must not deadlock (the collector unblocks the cycle) and
+// takes both.
+func testForegroundCycle(t *testing.T, c kubernetes.Interface, ns string) {
+	a := createLease(t, c, ns, "a", nil)
+	b := createLease(t, c, ns, "b", nil, leaseRef(a, true))
+	a.OwnerReferences = []metav1.OwnerReference{leaseRef(b, true)}
+	if _, err := c.CoordinationV1().Leases(ns).Update(context.Background(), a, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("making a owned by b: %v", err)
+	}
+	deleteLease(t, c, ns, a.Name, ptr(metav1.DeletePropagationForeground))
+	waitLeaseGone(t, c, ns, a.Name)
+	waitLeaseGone(t, c, ns, b.Name)
+}
+
+// A foreground deletion in progress survives a restart: the new collector
+// rebuilds the graph from the stored objects and finishes it.
+func TestForegroundDeletionAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	srv := servertest.StartIn(t, dir)
+	c := srv.Client
+	ns := "default"
+	owner := createLease(t, c, ns, "owner", nil)
+	dep := createLease(t, c, ns, "dep", []string{"example.com/hold"}, leaseRef(owner, true))
+	deleteLease(t, c, ns, owner.Name, ptr(metav1.DeletePropagationForeground))
+	eventually(t, "dependent marked for deletion", func() (bool, error) {
+		l := getLease(t, c, ns, dep.Name)
+		return l != nil && l.DeletionTimestamp != nil, nil
+	})
+	srv.Stop()
+
+	srv = servertest.StartIn(t, dir)
+	c = srv.Client
+	if getLease(t, c, ns, owner.Name) == nil {
+		t.Fatal("owner deleted before its blocking dependent")
+	}
+	dropFinalizers(t, c, ns, dep.Name)
+	waitLeaseGone(t, c, ns, dep.Name)
+	waitLeaseGone(t, c, ns, owner.Name)
 }
