@@ -8,6 +8,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -381,5 +382,25 @@ func TestStreamingList(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatal("no initial-events-end bookmark")
 		}
+	}
+}
+
+// Nodes, unlike leases, accept an update without a resourceVersion.
+func TestUnconditionalUpdate(t *testing.T) {
+	srv := servertest.Start(t)
+	ctx := context.Background()
+	nodes := srv.Client.CoreV1().Nodes()
+	n, err := nodes.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "u1"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.ResourceVersion = ""
+	n.Labels = map[string]string{"x": "y"}
+	got, err := nodes.Update(ctx, n, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatalf("unconditional node update: %v", err)
+	}
+	if got.Labels["x"] != "y" || got.ResourceVersion == "" {
+		t.Fatalf("update result %+v", got.ObjectMeta)
 	}
 }

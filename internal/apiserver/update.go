@@ -119,14 +119,45 @@ func (s *Server) updateObject(ctx context.Context, res *registry.Resource, info 
 		return nil, false, uidPreconditionFailed(res, key, info.name, string(uid), string(old.GetUID()))
 	}
 	if reqRV == 0 {
-		return nil, false, apierrors.NewInvalid(kindFor(res), info.name, field.ErrorList{
-			field.Invalid(field.NewPath("metadata", "resourceVersion"), int64(0), "must be specified for an update")})
+		if !res.AllowUnconditionalUpdate {
+			return nil, false, apierrors.NewInvalid(kindFor(res), info.name, field.ErrorList{
+				field.Invalid(field.NewPath("metadata", "resourceVersion"), int64(0), "must be specified for an update")})
+		}
+		return s.unconditionalUpdate(ctx, res, info, key, obj, wo)
 	}
 	if strconv.FormatInt(reqRV, 10) != old.GetResourceVersion() {
 		return nil, false, conflict(res, info.name)
 	}
 	out, err := s.storeUpdate(ctx, res, key, info.subresource, cur, obj, wo)
 	return out, false, err
+}
+
+// unconditionalUpdate writes obj over whatever is stored, retrying when
+// another writer gets in between, as kube-apiserver does for resources that
+// allow updates without a resourceVersion (nodes, events, namespaces).
+func (s *Server) unconditionalUpdate(ctx context.Context, res *registry.Resource, info requestInfo, key string, obj runtime.Object, wo writeOptions) (runtime.Object, bool, error) {
+	var lastErr error
+	for attempt := 0; attempt < maxPatchRetries; attempt++ {
+		cur, err := s.getCurrent(ctx, key, -1)
+		if err != nil {
+			return nil, false, err
+		}
+		if cur == nil {
+			return nil, false, apierrors.NewNotFound(res.GroupResource(), info.name)
+		}
+		next := obj.DeepCopyObject()
+		acc, err := meta.Accessor(next)
+		if err != nil {
+			return nil, false, err
+		}
+		acc.SetResourceVersion(mustRV(cur))
+		out, err := s.storeUpdate(ctx, res, key, info.subresource, cur, next, wo)
+		if !apierrors.IsConflict(err) {
+			return out, false, err
+		}
+		lastErr = err
+	}
+	return nil, false, lastErr
 }
 
 // storeUpdate finishes an update of cur (the stored object) to obj: it keeps

@@ -37,6 +37,9 @@ type Resource struct {
 	StatusSubresource bool
 	// AllowCreateOnUpdate lets PUT create a missing object (Leases do; Nodes do not).
 	AllowCreateOnUpdate bool
+	// AllowUnconditionalUpdate lets PUT omit metadata.resourceVersion
+	// (nodes, events, namespaces); leases require it (422 otherwise).
+	AllowUnconditionalUpdate bool
 	// StorageResource names the storage key segment, usually Resource.
 	StorageResource string
 

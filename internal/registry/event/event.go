@@ -34,9 +34,10 @@ func Resource(now func() time.Time) *registry.Resource {
 		ShortNames:   []string{"ev"},
 		Namespaced:   true,
 		// As kube-apiserver's event strategy: a PUT may create.
-		AllowCreateOnUpdate: true,
-		New:                 func() runtime.Object { return &corev1.Event{} },
-		NewList:             func() runtime.Object { return &corev1.EventList{} },
+		AllowCreateOnUpdate:      true,
+		AllowUnconditionalUpdate: true,
+		New:                      func() runtime.Object { return &corev1.Event{} },
+		NewList:                  func() runtime.Object { return &corev1.EventList{} },
 		ValidateCreate: func(obj runtime.Object) field.ErrorList {
 			return Validate(obj.(*corev1.Event))
 		},

@@ -21,15 +21,16 @@ var System = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.Na
 // Resource returns the descriptor of core v1 namespaces.
 func Resource(now func() time.Time) *registry.Resource {
 	return &registry.Resource{
-		GroupVersion:      corev1.SchemeGroupVersion,
-		Resource:          "namespaces",
-		SingularName:      "namespace",
-		Kind:              "Namespace",
-		ListKind:          "NamespaceList",
-		ShortNames:        []string{"ns"},
-		StatusSubresource: true,
-		New:               func() runtime.Object { return &corev1.Namespace{} },
-		NewList:           func() runtime.Object { return &corev1.NamespaceList{} },
+		GroupVersion:             corev1.SchemeGroupVersion,
+		Resource:                 "namespaces",
+		SingularName:             "namespace",
+		Kind:                     "Namespace",
+		ListKind:                 "NamespaceList",
+		ShortNames:               []string{"ns"},
+		StatusSubresource:        true,
+		AllowUnconditionalUpdate: true,
+		New:                      func() runtime.Object { return &corev1.Namespace{} },
+		NewList:                  func() runtime.Object { return &corev1.NamespaceList{} },
 		PrepareForCreate: func(obj runtime.Object) {
 			ns := obj.(*corev1.Namespace)
 			ns.Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive}

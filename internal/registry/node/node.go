@@ -24,16 +24,17 @@ import (
 // AGE column.
 func Resource(now func() time.Time) *registry.Resource {
 	return &registry.Resource{
-		GroupVersion:      corev1.SchemeGroupVersion,
-		Resource:          "nodes",
-		SingularName:      "node",
-		Kind:              "Node",
-		ListKind:          "NodeList",
-		ShortNames:        []string{"no"},
-		StatusSubresource: true,
-		New:               func() runtime.Object { return &corev1.Node{} },
-		NewList:           func() runtime.Object { return &corev1.NodeList{} },
-		PrepareForUpdate:  prepareForUpdate,
+		GroupVersion:             corev1.SchemeGroupVersion,
+		Resource:                 "nodes",
+		SingularName:             "node",
+		Kind:                     "Node",
+		ListKind:                 "NodeList",
+		ShortNames:               []string{"no"},
+		StatusSubresource:        true,
+		AllowUnconditionalUpdate: true,
+		New:                      func() runtime.Object { return &corev1.Node{} },
+		NewList:                  func() runtime.Object { return &corev1.NodeList{} },
+		PrepareForUpdate:         prepareForUpdate,
 		ValidateCreate: func(obj runtime.Object) field.ErrorList {
 			return ValidateSpec(&obj.(*corev1.Node).Spec, field.NewPath("spec"))
 		},
