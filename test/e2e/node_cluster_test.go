@@ -1,0 +1,348 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Shortened timings for the node scenarios: an 8 s lease renewed every 2 s,
+// node status computed every 2 s but (as for the kubelet) reported only on
+// change or every minute, so the lease is what keeps a node alive; the node
+// lifecycle controller looks every second and gives 10 s of grace.
+var (
+	fastServerArgs = []string{"--node-monitor-period", "1s", "--node-monitor-grace-period", "10s", "--node-startup-grace-period", "10s"}
+	fastAgentArgs  = []string{"--node-lease-duration-seconds", "8", "--node-status-update-frequency", "2s", "--node-status-report-frequency", "1m"}
+)
+
+const (
+	fastGrace        = 10 * time.Second
+	fastRenew        = 2 * time.Second
+	fastMonitor      = time.Second
+	fastStatusUpdate = 2 * time.Second
+	// fastSlack absorbs process start-up and scheduling on a loaded
+	// 2-core machine; it bounds waits, it is never slept.
+	fastSlack = 15 * time.Second
+	// evictionGap is the NoExecute tainting rate's interval (0.1 node/s per
+	// zone, burst 1): the second node of a zone to become unreachable gets
+	// its NoExecute taint up to this much after the first.
+	evictionGap = 10 * time.Second
+)
+
+// Messages the node lifecycle controller writes (reference §3.2, §3.3).
+const (
+	reasonStatusUnknown  = "NodeStatusUnknown"
+	messageStatusUnknown = "Kubelet stopped posting node status."
+	taintUnreachable     = "node.kubernetes.io/unreachable"
+)
+
+// nodeCluster is one `leasehold serve` process with its controllers, a
+// checking client-go client and the newest kubectl, for the node scenarios.
+type nodeCluster struct {
+	t       *testing.T
+	srv     *serverProc
+	client  kubernetes.Interface
+	kubectl *kubectlRunner
+}
+
+func newNodeCluster(t *testing.T, serverArgs ...string) *nodeCluster {
+	t.Helper()
+	bin := newestKubectl(t)
+	srv := startServer(t, serverArgs...)
+	cfg, err := clientcmd.BuildConfigFromFlags("", srv.Kubeconfig)
+	if err != nil {
+		t.Fatalf("loading %s: %v", srv.Kubeconfig, err)
+	}
+	cfg.QPS, cfg.Burst = -1, 0
+	cfg.Timeout = 10 * time.Second
+	cfg.UserAgent = "leasehold-e2e-nodes"
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatalf("HTTP client: %v", err)
+	}
+	// Registered after the server's cleanup, so it runs before it: no
+	// pooled connection (and its goroutines) outlives the test.
+	t.Cleanup(hc.CloseIdleConnections)
+	client, err := kubernetes.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		t.Fatalf("clientset: %v", err)
+	}
+	return &nodeCluster{t: t, srv: srv, client: client, kubectl: newKubectl(t, bin, srv)}
+}
+
+// newestKubectl is the highest kubectl version installed: the node
+// scenarios check what a user of today's kubectl sees; TestKubectl covers
+// the version matrix.
+func newestKubectl(t *testing.T) kubectlBinary {
+	t.Helper()
+	bins := kubectlBinaries(t)
+	for i := len(bins) - 1; i >= 0; i-- {
+		if bins[i].Path != "" {
+			return bins[i]
+		}
+	}
+	t.Skip("SKIP: no versioned kubectl (kubectl.1.N) installed next to kubectl")
+	return kubectlBinary{}
+}
+
+// nodeNames returns n unique node names for one test, shaped like the
+// seed's (dotted DNS names), so that names never collide between tests.
+func nodeNames(prefix string, n int) []string {
+	run := rand.Uint32()
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("ip-10-29-%d-%d.%s-%08x.e2e.internal", run%250, i, prefix, run)
+	}
+	return names
+}
+
+// startAgents starts one agent per name against the cluster (admin
+// kubeconfig) with args.
+func (c *nodeCluster) startAgents(names []string, args ...string) []*agentProc {
+	c.t.Helper()
+	agents := make([]*agentProc, len(names))
+	for i, n := range names {
+		agents[i] = startAgent(c.t, n, c.srv.Kubeconfig, args...)
+	}
+	return agents
+}
+
+func ctx10s() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 10*time.Second)
+}
+
+func (c *nodeCluster) node(name string) (*corev1.Node, error) {
+	ctx, cancel := ctx10s()
+	defer cancel()
+	return c.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+}
+
+func (c *nodeCluster) lease(name string) (*coordinationv1.Lease, error) {
+	ctx, cancel := ctx10s()
+	defer cancel()
+	return c.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, name, metav1.GetOptions{})
+}
+
+func readyCondition(n *corev1.Node) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == corev1.NodeReady {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// waitReady waits until the Node exists with Ready=True and neither
+// unreachable taint, and returns it.
+func (c *nodeCluster) waitReady(name string, timeout time.Duration) *corev1.Node {
+	c.t.Helper()
+	var node *corev1.Node
+	eventually(c.t, timeout, "node "+name+" Ready without unreachable taints", func() error {
+		n, err := c.node(name)
+		if err != nil {
+			return err
+		}
+		if r := readyCondition(n); r == nil || r.Status != corev1.ConditionTrue {
+			return fmt.Errorf("Ready condition = %+v", r)
+		}
+		if ts := taintsWithKey(n, taintUnreachable); len(ts) > 0 {
+			return fmt.Errorf("still tainted %v", ts)
+		}
+		node = n
+		return nil
+	})
+	return node
+}
+
+// waitUnreachable waits until the node lifecycle controller has marked the
+// node Unknown and tainted it unreachable with both effects, and returns it.
+func (c *nodeCluster) waitUnreachable(name string, timeout time.Duration) *corev1.Node {
+	c.t.Helper()
+	var node *corev1.Node
+	eventually(c.t, timeout, "node "+name+" Ready=Unknown with unreachable NoSchedule and NoExecute taints", func() error {
+		n, err := c.node(name)
+		if err != nil {
+			return err
+		}
+		r := readyCondition(n)
+		if r == nil || r.Status != corev1.ConditionUnknown {
+			return fmt.Errorf("Ready condition = %+v", r)
+		}
+		if got := effectsOf(taintsWithKey(n, taintUnreachable)); got != "NoExecute,NoSchedule" {
+			return fmt.Errorf("unreachable taint effects = %q (taints %+v)", got, n.Spec.Taints)
+		}
+		node = n
+		return nil
+	})
+	return node
+}
+
+// checkUnknownConditions checks what the controller wrote into Ready: the
+// kube-controller-manager's reason and message, a fresh transition.
+func checkUnknownConditions(t *testing.T, n *corev1.Node, notBefore time.Time) {
+	t.Helper()
+	r := readyCondition(n)
+	if r.Reason != reasonStatusUnknown || r.Message != messageStatusUnknown {
+		t.Errorf("node %s Ready = %s/%q, want %s/%q", n.Name, r.Reason, r.Message, reasonStatusUnknown, messageStatusUnknown)
+	}
+	// Condition times have second precision.
+	if r.LastTransitionTime.Time.Before(notBefore.Truncate(time.Second)) {
+		t.Errorf("node %s Ready lastTransitionTime %v is before the agent stopped (%v)", n.Name, r.LastTransitionTime, notBefore)
+	}
+}
+
+func taintsWithKey(n *corev1.Node, key string) []corev1.Taint {
+	var out []corev1.Taint
+	for _, tn := range n.Spec.Taints {
+		if tn.Key == key {
+			out = append(out, tn)
+		}
+	}
+	return out
+}
+
+// effectsOf lists the taints' effects sorted, comma-separated.
+func effectsOf(ts []corev1.Taint) string {
+	var effects []string
+	for _, tn := range ts {
+		effects = append(effects, string(tn.Effect))
+	}
+	slices.Sort(effects)
+	return strings.Join(effects, ",")
+}
+
+// waitOwnedLease waits until the node's lease exists, owned by the Node
+// with uid nodeUID, and returns it.
+func (c *nodeCluster) waitOwnedLease(name string, nodeUID types.UID, timeout time.Duration) *coordinationv1.Lease {
+	c.t.Helper()
+	var lease *coordinationv1.Lease
+	eventually(c.t, timeout, "lease "+name+" owned by node uid "+string(nodeUID), func() error {
+		l, err := c.lease(name)
+		if err != nil {
+			return err
+		}
+		if len(l.OwnerReferences) != 1 || l.OwnerReferences[0].UID != nodeUID {
+			return fmt.Errorf("ownerReferences = %+v", l.OwnerReferences)
+		}
+		lease = l
+		return nil
+	})
+	return lease
+}
+
+// waitLeaseGone waits until the node's lease is NotFound.
+func (c *nodeCluster) waitLeaseGone(name string, timeout time.Duration) {
+	c.t.Helper()
+	eventually(c.t, timeout, "lease "+name+" garbage-collected", func() error {
+		l, err := c.lease(name)
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return err
+		}
+		return fmt.Errorf("lease still there (uid %s, owners %+v)", l.UID, l.OwnerReferences)
+	})
+}
+
+// nodeEvents lists the events about node name, in every namespace, oldest
+// first as the server returns them.
+func (c *nodeCluster) nodeEvents(name string) ([]corev1.Event, error) {
+	ctx, cancel := ctx10s()
+	defer cancel()
+	sel := fields.Set{"involvedObject.kind": "Node", "involvedObject.name": name}.AsSelector().String()
+	list, err := c.client.CoreV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("list events of node %s: %w", name, err)
+	}
+	return list.Items, nil
+}
+
+// waitNodeEvent waits for an event with reason about node name whose
+// message is message, and returns it.
+func (c *nodeCluster) waitNodeEvent(name, reason, message string, timeout time.Duration) corev1.Event {
+	c.t.Helper()
+	var found corev1.Event
+	eventually(c.t, timeout, "event "+reason+" for node "+name, func() error {
+		events, err := c.nodeEvents(name)
+		if err != nil {
+			return err
+		}
+		var seen []string
+		for _, e := range events {
+			if e.Reason == reason && e.Message == message {
+				found = e
+				return nil
+			}
+			seen = append(seen, e.Reason+": "+e.Message)
+		}
+		return fmt.Errorf("events so far: %q", seen)
+	})
+	return found
+}
+
+// kubectlNodeStatus returns the STATUS column of `kubectl get nodes` per
+// node name, after checking the header is the seed's.
+func (c *nodeCluster) kubectlNodeStatus() map[string]string {
+	c.t.Helper()
+	rows := tableRows(c.kubectl.run("get", "nodes"))
+	if len(rows) == 0 || strings.Join(rows[0], " ") != "NAME STATUS ROLES AGE VERSION" {
+		c.t.Fatalf("kubectl get nodes header = %v, want NAME STATUS ROLES AGE VERSION", rows)
+	}
+	out := map[string]string{}
+	for _, r := range rows[1:] {
+		if len(r) != 5 {
+			c.t.Fatalf("kubectl get nodes row %v: want 5 columns", r)
+		}
+		out[r[0]] = r[1]
+	}
+	return out
+}
+
+// waitKubectlNodeStatus waits until `kubectl get nodes` shows exactly want
+// (node name -> STATUS).
+func (c *nodeCluster) waitKubectlNodeStatus(want map[string]string, timeout time.Duration) {
+	c.t.Helper()
+	eventually(c.t, timeout, fmt.Sprintf("kubectl get nodes shows %v", want), func() error {
+		got := c.kubectlNodeStatus()
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			return fmt.Errorf("kubectl get nodes shows %v", got)
+		}
+		return nil
+	})
+}
+
+// kubectlLeaseHolders returns `kubectl get lease -n kube-node-lease` as
+// NAME -> HOLDER, after checking the header and every AGE cell.
+func (c *nodeCluster) kubectlLeaseHolders() map[string]string {
+	c.t.Helper()
+	rows := tableRows(c.kubectl.run("get", "lease", "-n", corev1.NamespaceNodeLease))
+	if len(rows) == 0 {
+		return map[string]string{}
+	}
+	if strings.Join(rows[0], " ") != "NAME HOLDER AGE" {
+		c.t.Fatalf("kubectl get lease header = %v, want NAME HOLDER AGE", rows[0])
+	}
+	out := map[string]string{}
+	for _, r := range rows[1:] {
+		if len(r) != 3 || !ageRE.MatchString(r[2]) {
+			c.t.Fatalf("kubectl get lease row %v: want NAME HOLDER AGE", r)
+		}
+		out[r[0]] = r[1]
+	}
+	return out
+}
