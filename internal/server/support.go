@@ -14,6 +14,7 @@ import (
 	"github.com/leasehold/leasehold/internal/registry/leasecandidate"
 	"github.com/leasehold/leasehold/internal/registry/namespace"
 	"github.com/leasehold/leasehold/internal/registry/node"
+	"github.com/leasehold/leasehold/internal/registry/pod"
 )
 
 type tlsConfigT = *tls.Config
@@ -26,6 +27,7 @@ func Resources(now func() time.Time) *registry.Set {
 		node.Resource(now),
 		event.Resource(now),
 		leasecandidate.Resource(now),
+		pod.Resource(now),
 	)
 }
 
