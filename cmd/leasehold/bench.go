@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/leasehold/leasehold/internal/bench"
@@ -27,31 +28,46 @@ type benchFlags struct {
 }
 
 func (f *benchFlags) register(cmd *cobra.Command) {
+	f.registerCommon(cmd)
 	fl := cmd.Flags()
-	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "path to the kubeconfig of the server to load (default: $KUBECONFIG or ~/.kube/config)")
-	fl.StringVar(&f.kubeContext, "context", "", "kubeconfig context to use (default: the current context)")
 	fl.StringVar(&f.namespace, "namespace", "bench", "namespace of the benchmark's leases (created if missing)")
-	fl.DurationVar(&f.duration, "duration", 30*time.Second, "length of the measured period, after setup")
 	fl.IntVar(&f.clients, "clients", 64, "number of concurrent clients")
 	fl.IntVar(&f.connections, "connections", 4, "number of HTTP connections (separate transports) the clients share")
 	fl.StringVar(&f.contentType, "content-type", bench.ContentTypeProtobuf, "request and response encoding: json or protobuf")
-	fl.IntVar(&f.serverPID, "server-pid", 0, "PID of a local server process whose CPU time and peak RSS to report")
-	fl.StringVar(&f.output, "output", "text", "final result format: text or json")
 	fl.DurationVar(&f.requestTimeout, "request-timeout", bench.DefaultRequestTimeout, "timeout of each request")
 }
 
-// config turns the shared flags into a bench.Config and a client set; the
-// caller closes the clients.
-func (f *benchFlags) config(cmd *cobra.Command) (bench.Config, *bench.Clients, error) {
+// registerCommon registers the flags of every mode, fleet included.
+func (f *benchFlags) registerCommon(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "path to the kubeconfig of the server to load (default: $KUBECONFIG or ~/.kube/config)")
+	fl.StringVar(&f.kubeContext, "context", "", "kubeconfig context to use (default: the current context)")
+	fl.DurationVar(&f.duration, "duration", 30*time.Second, "length of the measured period, after setup")
+	fl.IntVar(&f.serverPID, "server-pid", 0, "PID of a local server process whose CPU time and peak RSS to report")
+	fl.StringVar(&f.output, "output", "text", "final result format: text or json")
+}
+
+// restConfig checks the output format and loads the server's REST config.
+func (f *benchFlags) restConfig() (*rest.Config, error) {
 	if f.output != "text" && f.output != "json" {
-		return bench.Config{}, nil, fmt.Errorf("--output %q: want text or json", f.output)
+		return nil, fmt.Errorf("--output %q: want text or json", f.output)
 	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = f.kubeconfig
 	restCfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
 		&clientcmd.ConfigOverrides{CurrentContext: f.kubeContext}).ClientConfig()
 	if err != nil {
-		return bench.Config{}, nil, fmt.Errorf("loading kubeconfig: %w", err)
+		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	return restCfg, nil
+}
+
+// config turns the shared flags into a bench.Config and a client set; the
+// caller closes the clients.
+func (f *benchFlags) config(cmd *cobra.Command) (bench.Config, *bench.Clients, error) {
+	restCfg, err := f.restConfig()
+	if err != nil {
+		return bench.Config{}, nil, err
 	}
 	clients, err := bench.NewClients(restCfg, f.contentType, f.connections)
 	if err != nil {
@@ -93,7 +109,7 @@ throughput, latency percentiles, errors by kind and, with --server-pid, the
 server's CPU time and peak RSS. A progress line goes to standard error every
 second and the final result to standard output.`,
 	}
-	cmd.AddCommand(newBenchMaxCmd(), newBenchRateCmd())
+	cmd.AddCommand(newBenchMaxCmd(), newBenchRateCmd(), newBenchFleetCmd())
 	return cmd
 }
 
@@ -152,5 +168,67 @@ func newBenchRateCmd() *cobra.Command {
 	flags.register(cmd)
 	cmd.Flags().IntVar(&nodes, "nodes", 10000, "number of simulated nodes, one lease each")
 	cmd.Flags().DurationVar(&interval, "interval", 10*time.Second, "how often each node renews")
+	return cmd
+}
+
+// fleetRampPerNode is the default ramp: registering about a thousand nodes
+// a second keeps the registration burst well below the steady renewal load
+// of a fleet renewing every 10 s.
+const fleetRampPerNode = time.Millisecond
+
+func newBenchFleetCmd() *cobra.Command {
+	var (
+		flags        benchFlags
+		nodes        int
+		connections  int
+		leaseSeconds int32
+		ramp         time.Duration
+		statusEvery  time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "fleet",
+		Short: "Run N real node agents in this process: a fleet heartbeating as kubelets do",
+		Long: `fleet runs --nodes real node agents (the code of leasehold agent) in this
+process, sharing --connections pairs of clientsets (protobuf, unthrottled).
+Their starts are spread over --ramp; once every node has registered and
+renewed its lease, the measured period begins: the latency and errors of
+every lease renewal are recorded. Each agent also reads its Node every
+--node-status-update-frequency, as a kubelet does, which is load on the server
+but not measured. Nodes are named bench-fleet-NNNNNN and labelled
+` + bench.FleetLabel + `=true; a later run adopts them.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			restCfg, err := flags.restConfig()
+			if err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("ramp") {
+				ramp = time.Duration(nodes) * fleetRampPerNode
+			}
+			cfg := bench.Config{
+				Duration:                  flags.duration,
+				Clients:                   connections,
+				Nodes:                     nodes,
+				LeaseDurationSeconds:      leaseSeconds,
+				Ramp:                      ramp,
+				NodeStatusUpdateFrequency: statusEvery,
+				ServerPID:                 flags.serverPID,
+				Progress:                  cmd.ErrOrStderr(),
+				Logger:                    slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)),
+			}
+			res, err := bench.RunFleet(cmd.Context(), cfg, restCfg)
+			if err != nil {
+				return err
+			}
+			return flags.print(cmd, res)
+		},
+	}
+	flags.registerCommon(cmd)
+	fl := cmd.Flags()
+	fl.IntVar(&nodes, "nodes", 1000, "number of node agents")
+	fl.IntVar(&connections, "connections", 4, "number of client pairs (each its own registration and heartbeat connection) the agents share")
+	fl.Int32Var(&leaseSeconds, "lease-duration-seconds", bench.DefaultLeaseDurationSeconds, "node lease duration; each node renews every quarter of it")
+	fl.DurationVar(&ramp, "ramp", 0, "spread the agents' starts over this long (default: 1ms per node)")
+	fl.DurationVar(&statusEvery, "node-status-update-frequency", 10*time.Second, "how often each agent reads its Node for a status report (the kubelet's default)")
 	return cmd
 }

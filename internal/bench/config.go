@@ -24,6 +24,13 @@ type Config struct {
 	Nodes int
 	// Interval is how often each node renews in rate mode.
 	Interval time.Duration
+	// Ramp (fleet mode) spreads the agents' starts evenly over this long, so
+	// that registration does not hit the server with Nodes creates at once.
+	// Zero starts them all together.
+	Ramp time.Duration
+	// NodeStatusUpdateFrequency (fleet mode) is how often each agent reads
+	// its Node to decide on a status report: the kubelet's 10 s by default.
+	NodeStatusUpdateFrequency time.Duration
 	// LeaseDurationSeconds is written into every lease (the kubelet's 40 s by
 	// default); it does not change the load, only what the objects say.
 	LeaseDurationSeconds int32

@@ -5,16 +5,18 @@
 // throughput, latency percentiles, errors by kind and, given the server's PID,
 // the server's CPU time and peak memory.
 //
-// Two workloads exist: max (C clients renewing their share of N leases as fast
-// as the server answers) and rate (N simulated nodes each renewing once per
-// interval). Both implement Workload; Run drives any Workload through setup,
-// a measured period with a progress line every second, and a final Result, so
-// further workloads (for example a fleet of real agents) plug in without
-// touching the runner.
+// Three workloads exist: max (C clients renewing their share of N leases as
+// fast as the server answers), rate (N simulated nodes each renewing once per
+// interval) and fleet (N real node agents from internal/agent in this
+// process, registering Nodes and renewing their leases as kubelets do, every
+// renewal observed through agent.Config.OnRenew). All implement Workload; Run
+// drives any Workload through setup, a measured period with a progress line
+// every second, and a final Result. A workload whose Setup starts work that
+// outlives it (the fleet's agents) implements Closer, and Run closes it.
 //
 // Invariants: each lease is owned by exactly one goroutine at a time, so its
 // cached object never races; latency is recorded only for successful
 // operations and every failed one is counted under exactly one error kind;
-// nothing here keeps global state, and every goroutine started by Run has
-// stopped when Run returns.
+// nothing here keeps global state, and every goroutine started by Run,
+// the fleet's agents included, has stopped when Run returns.
 package bench

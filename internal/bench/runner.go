@@ -23,6 +23,15 @@ type Workload interface {
 	Run(ctx context.Context, stop <-chan struct{}, rec *Recorder) error
 }
 
+// Closer is implemented by workloads whose Setup starts work that lives on
+// through Run: the fleet's agents start during Setup, are measured during
+// Run and stop in Close. Run calls Close exactly once after a Setup was
+// attempted, whatever happens, and after the measured period, so the
+// teardown is not measured.
+type Closer interface {
+	Close()
+}
+
 // Run sets w up, runs it for cfg.Duration writing a progress line to
 // cfg.Progress every cfg.ProgressInterval, and returns the result. If ctx is
 // cancelled during the measured period the result covers the time until
@@ -33,6 +42,9 @@ func Run(ctx context.Context, cfg Config, w Workload) (Result, error) {
 		return Result{}, fmt.Errorf("invalid configuration: %w", err)
 	}
 	setupStart := time.Now()
+	if c, ok := w.(Closer); ok {
+		defer c.Close()
+	}
 	if err := w.Setup(ctx); err != nil {
 		return Result{}, fmt.Errorf("setting up %s: %w", w.Name(), err)
 	}
