@@ -3,9 +3,7 @@ package server
 import (
 	"github.com/leasehold/leasehold/internal/controller"
 	"github.com/leasehold/leasehold/internal/controller/election"
-	"github.com/leasehold/leasehold/internal/controller/election"
 	"github.com/leasehold/leasehold/internal/controller/garbagecollector"
-	"github.com/leasehold/leasehold/internal/controller/leasecandidategc"
 	"github.com/leasehold/leasehold/internal/controller/leasecandidategc"
 	"github.com/leasehold/leasehold/internal/controller/nodelifecycle"
 )
@@ -14,7 +12,6 @@ import (
 // dependencies. Each returns when the server's background context ends.
 func controllers(cc controller.Context, cfg Config) []controller.Runner {
 	return []controller.Runner{
-		election.New(cc, election.Config{}), leasecandidategc.New(cc, leasecandidategc.Config{}),
 		election.New(cc, election.Config{}), leasecandidategc.New(cc, leasecandidategc.Config{}),
 		garbagecollector.New(cc),
 		nodelifecycle.New(cc, cfg.NodeLifecycle),
