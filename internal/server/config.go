@@ -32,6 +32,11 @@ type Config struct {
 	HistoryRetention time.Duration
 	// NodeLifecycle tunes the node lifecycle controller (zero fields: defaults).
 	NodeLifecycle nodelifecycle.Config
+	// EventTTL is how long events are kept after their last update
+	// (kube-apiserver's --event-ttl, default 1 h); EventTTLInterval is how
+	// often expired ones are swept (default 1 min).
+	EventTTL         time.Duration
+	EventTTLInterval time.Duration
 	// Ready, if set, receives the listening address and kubeconfig path once serving.
 	Ready func(addr, kubeconfig string)
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"github.com/leasehold/leasehold/internal/controller"
 	"github.com/leasehold/leasehold/internal/controller/election"
+	"github.com/leasehold/leasehold/internal/controller/eventttl"
 	"github.com/leasehold/leasehold/internal/controller/garbagecollector"
 	"github.com/leasehold/leasehold/internal/controller/leasecandidategc"
 	"github.com/leasehold/leasehold/internal/controller/nodelifecycle"
@@ -15,5 +16,6 @@ func controllers(cc controller.Context, cfg Config) []controller.Runner {
 		election.New(cc, election.Config{}), leasecandidategc.New(cc, leasecandidategc.Config{}),
 		garbagecollector.New(cc),
 		nodelifecycle.New(cc, cfg.NodeLifecycle),
+		eventttl.New(cc, eventttl.Config{TTL: cfg.EventTTL, Interval: cfg.EventTTLInterval}),
 	}
 }
