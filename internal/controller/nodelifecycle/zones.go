@@ -105,7 +105,7 @@ func (c *Controller) handleDisruption(ctx context.Context, zoneConds map[string]
 	}
 
 	if allAreFull {
-		c.log.Warn("Controller detected that all Nodes are not-Ready. Entering master disruption mode", "zones", len(zoneConds))
+		c.log.Info("Controller detected that all Nodes are not-Ready. Entering master disruption mode", "zones", len(zoneConds))
 		for _, n := range nodes {
 			c.markReachable(ctx, n)
 		}
