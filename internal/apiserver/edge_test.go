@@ -231,3 +231,17 @@ func TestTableAndMetadata(t *testing.T) {
 		t.Fatalf("metadata get: %v %+v", err, one)
 	}
 }
+
+func TestApplyWithUnknownFieldIsBadRequest(t *testing.T) {
+	srv := servertest.Start(t)
+	body := []byte("apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: ssa\nspec:\n  holderIdentity: a\n  bogus: 1\n")
+	resp, out := raw(t, srv, "PATCH", "/apis/coordination.k8s.io/v1/namespaces/default/leases/ssa?fieldManager=test", "application/apply-patch+yaml", "", body)
+	st := statusOf(t, out)
+	if resp.StatusCode != 400 || st.Reason != metav1.StatusReasonBadRequest || !strings.Contains(st.Message, "bogus") {
+		t.Fatalf("%d %+v", resp.StatusCode, st)
+	}
+	resp, out = raw(t, srv, "PATCH", "/apis/coordination.k8s.io/v1/namespaces/default/leases/ssa?fieldManager=test", "application/apply-patch+yaml", "", []byte("apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: ssa\nspec:\n  holderIdentity: a\n"))
+	if resp.StatusCode != 201 {
+		t.Fatalf("valid apply: %d %s", resp.StatusCode, out)
+	}
+}

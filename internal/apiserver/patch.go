@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"mime"
 	"net/http"
@@ -221,7 +222,13 @@ func (s *Server) applyPatch(ctx context.Context, res *registry.Resource, info re
 		}
 		out, err := fm.Apply(live, applied, wo.fieldManager, force)
 		if err != nil {
-			return nil, false, nil, err
+			var st apierrors.APIStatus
+			if errors.As(err, &st) {
+				return nil, false, nil, err
+			}
+			// The applied configuration does not fit the schema (an unknown
+			// field, a wrong type): the client's fault, so a 400, not a 500.
+			return nil, false, nil, apierrors.NewBadRequest(err.Error())
 		}
 		out.GetObjectKind().SetGroupVersionKind(res.GroupVersionKind())
 		if cur == nil {
