@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/leasehold/leasehold/internal/agent"
 	"github.com/leasehold/leasehold/internal/bench"
 )
 
@@ -176,6 +177,15 @@ func newBenchRateCmd() *cobra.Command {
 // of a fleet renewing every 10 s.
 const fleetRampPerNode = time.Millisecond
 
+// defaultFleetRamp is 1 ms per node but at least one renewal interval: the
+// agents' renewals keep the phase their starts had (the 4% jitter spreads
+// them only slowly), so starts bunched into less than an interval would
+// measure bursts rather than a fleet's steady, even load.
+func defaultFleetRamp(nodes int, leaseSeconds int32) time.Duration {
+	renewEvery := agent.Config{LeaseDurationSeconds: leaseSeconds}.RenewInterval()
+	return max(time.Duration(nodes)*fleetRampPerNode, renewEvery)
+}
+
 func newBenchFleetCmd() *cobra.Command {
 	var (
 		flags        benchFlags
@@ -203,7 +213,7 @@ but not measured. Nodes are named bench-fleet-NNNNNN and labelled
 				return err
 			}
 			if !cmd.Flags().Changed("ramp") {
-				ramp = time.Duration(nodes) * fleetRampPerNode
+				ramp = defaultFleetRamp(nodes, leaseSeconds)
 			}
 			cfg := bench.Config{
 				Duration:                  flags.duration,
@@ -228,7 +238,7 @@ but not measured. Nodes are named bench-fleet-NNNNNN and labelled
 	fl.IntVar(&nodes, "nodes", 1000, "number of node agents")
 	fl.IntVar(&connections, "connections", 4, "number of client pairs (each its own registration and heartbeat connection) the agents share")
 	fl.Int32Var(&leaseSeconds, "lease-duration-seconds", bench.DefaultLeaseDurationSeconds, "node lease duration; each node renews every quarter of it")
-	fl.DurationVar(&ramp, "ramp", 0, "spread the agents' starts over this long (default: 1ms per node)")
+	fl.DurationVar(&ramp, "ramp", 0, "spread the agents' starts over this long (default: 1ms per node, at least one renewal interval)")
 	fl.DurationVar(&statusEvery, "node-status-update-frequency", 10*time.Second, "how often each agent reads its Node for a status report (the kubelet's default)")
 	return cmd
 }
