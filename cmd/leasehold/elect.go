@@ -28,6 +28,9 @@ type electOptions struct {
 	retryPeriod   time.Duration
 	gracePeriod   time.Duration
 	healthzPort   int
+	coordinated   bool
+	binaryVersion string
+	emulationVer  string
 }
 
 // newElectCmd is `leasehold elect`: run a command only while holding a
@@ -59,6 +62,15 @@ and this environment:
   LEASEHOLD_FENCING_TOKEN  the lease's leaseTransitions at acquisition: strictly
                            greater than any earlier leader's token for this lease
 
+With --coordinated, elect joins coordinated leader election (KEP-4355): it
+registers a coordination.k8s.io/v1beta1 LeaseCandidate named after its identity
+in the lease's namespace and never takes the lease itself; the server's election
+controller names the holder (strategy OldestEmulationVersion: the lowest
+--emulation-version, then the lowest --binary-version, then the oldest candidate
+wins). When the controller asks the holder to hand over (spec.preferredHolder),
+elect stops the command, withdraws its candidate, releases the lease and exits
+with 75.
+
 The kubeconfig is --kubeconfig, else $KUBECONFIG, else the in-cluster config.
 
 ` + elect.ExitCodesHelp,
@@ -79,6 +91,9 @@ The kubeconfig is --kubeconfig, else $KUBECONFIG, else the in-cluster config.
 	f.DurationVar(&o.retryPeriod, "retry-period", o.retryPeriod, "interval between acquire and renew attempts")
 	f.DurationVar(&o.gracePeriod, "grace-period", o.gracePeriod, "time between SIGTERM and SIGKILL when stopping the command")
 	f.IntVar(&o.healthzPort, "healthz-port", 0, "serve /healthz and /readyz on 127.0.0.1:PORT (0 disables)")
+	f.BoolVar(&o.coordinated, "coordinated", false, "take part in coordinated leader election as a LeaseCandidate (needs --binary-version)")
+	f.StringVar(&o.binaryVersion, "binary-version", "", "with --coordinated: this candidate's binary version, MAJOR.MINOR.PATCH")
+	f.StringVar(&o.emulationVer, "emulation-version", "", "with --coordinated: the version it emulates, <= --binary-version (default --binary-version)")
 	return cmd
 }
 
@@ -92,6 +107,10 @@ func (o *electOptions) run(cmd *cobra.Command, command []string) error {
 	}
 	if o.healthzPort < 0 || o.healthzPort > 65535 {
 		return usageError(fmt.Errorf("--healthz-port %d out of range", o.healthzPort))
+	}
+	coordination, err := o.coordination()
+	if err != nil {
+		return usageError(err)
 	}
 	identity := o.identity
 	if identity == "" {
@@ -124,6 +143,7 @@ func (o *electOptions) run(cmd *cobra.Command, command []string) error {
 		Stdout:        os.Stdout,
 		Stderr:        os.Stderr,
 		Logger:        slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)),
+		Coordinated:   coordination,
 	}
 	if err := cfg.Validate(); err != nil {
 		return usageError(err)
@@ -147,6 +167,25 @@ func (o *electOptions) run(cmd *cobra.Command, command []string) error {
 		err = errors.New("elect stopped")
 	}
 	return &exitError{code: code, err: err}
+}
+
+// coordination turns the coordinated-election flags into the elector's
+// setting (nil without --coordinated).
+func (o *electOptions) coordination() (*elect.Coordination, error) {
+	if !o.coordinated {
+		if o.binaryVersion != "" || o.emulationVer != "" {
+			return nil, errors.New("--binary-version and --emulation-version need --coordinated")
+		}
+		return nil, nil
+	}
+	if o.binaryVersion == "" {
+		return nil, errors.New("--coordinated needs --binary-version")
+	}
+	c := &elect.Coordination{BinaryVersion: o.binaryVersion, EmulationVersion: o.emulationVer}
+	if c.EmulationVersion == "" {
+		c.EmulationVersion = c.BinaryVersion
+	}
+	return c, nil
 }
 
 // electRESTConfig reads the kubeconfig named by the flag, else by

@@ -42,6 +42,9 @@ type Config struct {
 	HealthListener net.Listener
 	// Logger receives the elector's and client-go's logs.
 	Logger *slog.Logger
+	// Coordinated, when not nil, joins coordinated leader election as a
+	// LeaseCandidate instead of competing for the Lease directly.
+	Coordinated *Coordination
 }
 
 // Defaults are client-go's and kube-controller-manager's timings, and the
@@ -97,6 +100,14 @@ func (c *Config) Validate() error {
 	errs = append(errs, validateTimings(c.LeaseDuration, c.RenewDeadline, c.RetryPeriod, c.GracePeriod)...)
 	if c.Logger == nil {
 		errs = append(errs, errors.New("no logger"))
+	}
+	if c.Coordinated != nil {
+		if err := c.Coordinated.validate(c.Name); err != nil {
+			errs = append(errs, err)
+		}
+		if msgs := validation.IsConfigMapKey(c.Identity); c.Identity != "" && len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("identity %q cannot name a LeaseCandidate: %s", c.Identity, strings.Join(msgs, "; ")))
+		}
 	}
 	return errors.Join(errs...)
 }

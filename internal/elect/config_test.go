@@ -61,16 +61,24 @@ func TestValidate(t *testing.T) {
 		mut  func(*Config)
 		want string
 	}{
-		"no command":           {func(c *Config) { c.Command = nil }, "command"},
-		"empty identity":       {func(c *Config) { c.Identity = "" }, "identity"},
-		"lease <= renew":       {func(c *Config) { c.LeaseDuration = 10 * time.Second }, "greater than renew deadline"},
-		"renew <= 1.2 x retry": {func(c *Config) { c.RenewDeadline = 2400 * time.Millisecond }, "retry period"},
-		"fractional lease":     {func(c *Config) { c.LeaseDuration = 15500 * time.Millisecond }, "whole number of seconds"},
-		"negative grace":       {func(c *Config) { c.GracePeriod = -time.Second }, "grace period"},
-		"zero retry":           {func(c *Config) { c.RetryPeriod = 0 }, "must be positive"},
-		"no client":            {func(c *Config) { c.Client = nil }, "client"},
-		"no logger":            {func(c *Config) { c.Logger = nil }, "logger"},
-		"no lease name":        {func(c *Config) { c.Name = "" }, "lease namespace and name"},
+		"no command":                      {func(c *Config) { c.Command = nil }, "command"},
+		"empty identity":                  {func(c *Config) { c.Identity = "" }, "identity"},
+		"lease <= renew":                  {func(c *Config) { c.LeaseDuration = 10 * time.Second }, "greater than renew deadline"},
+		"renew <= 1.2 x retry":            {func(c *Config) { c.RenewDeadline = 2400 * time.Millisecond }, "retry period"},
+		"fractional lease":                {func(c *Config) { c.LeaseDuration = 15500 * time.Millisecond }, "whole number of seconds"},
+		"negative grace":                  {func(c *Config) { c.GracePeriod = -time.Second }, "grace period"},
+		"zero retry":                      {func(c *Config) { c.RetryPeriod = 0 }, "must be positive"},
+		"no client":                       {func(c *Config) { c.Client = nil }, "client"},
+		"no logger":                       {func(c *Config) { c.Logger = nil }, "logger"},
+		"no lease name":                   {func(c *Config) { c.Name = "" }, "lease namespace and name"},
+		"coordinated, no binary version":  {func(c *Config) { c.Coordinated = &Coordination{EmulationVersion: "1.30.0"} }, "coordinated.binaryVersion: Required"},
+		"coordinated, emulation > binary": {func(c *Config) { c.Coordinated = &Coordination{BinaryVersion: "1.30.0", EmulationVersion: "1.31.0"} }, "must be greater than or equal to `emulationVersion`"},
+		"coordinated, not semver":         {func(c *Config) { c.Coordinated = &Coordination{BinaryVersion: "v1.30", EmulationVersion: "1.30.0"} }, "must be a valid semantic version"},
+		"coordinated, no emulation":       {func(c *Config) { c.Coordinated = &Coordination{BinaryVersion: "1.30.0"} }, "must be specified when `strategy` is 'OldestEmulationVersion'"},
+		"coordinated, identity not a key": {func(c *Config) {
+			c.Coordinated = &Coordination{BinaryVersion: "1.30.0", EmulationVersion: "1.30.0"}
+			c.Identity = "a/b"
+		}, "cannot name a LeaseCandidate"},
 	} {
 		c := validConfig(t)
 		tc.mut(&c)
@@ -81,6 +89,15 @@ func TestValidate(t *testing.T) {
 		if _, err := New(c); err == nil {
 			t.Errorf("%s: New accepted the config", name)
 		}
+	}
+}
+
+func TestValidateAcceptsCoordinated(t *testing.T) {
+	c := validConfig(t)
+	c.Identity = "host-1_0b6c1a4e-6f5e-4c55-9a77-2f1f7c0f2d11"
+	c.Coordinated = &Coordination{BinaryVersion: "1.33.0", EmulationVersion: "1.31.0"}
+	if err := c.Validate(); err != nil {
+		t.Errorf("coordinated config rejected: %v", err)
 	}
 }
 

@@ -94,6 +94,26 @@ func (e *Elector) Run(ctx context.Context) (int, error) {
 	defer wg.Wait() // after cancelElect below: the goroutines end with it
 	electCtx, cancelElect := context.WithCancel(logCtx)
 	defer cancelElect()
+
+	// In coordinated election the candidate is withdrawn before the lease
+	// is released, so that the controller does not hand the released
+	// lease straight back to this (departing) elector.
+	withdraw := func() {}
+	if co := e.cfg.Coordinated; co != nil {
+		cy, err := startCandidacy(logCtx, e.cfg.Client, e.cfg.Namespace, e.cfg.Identity, e.cfg.Name, co, log)
+		if err != nil {
+			return ExitUsage, err
+		}
+		withdraw = cy.withdraw
+		defer cy.withdraw()
+		lock.endTerm = func(preferred string) {
+			log.Info("end of term: handing the lease over", "preferredHolder", preferred)
+			e.stopCommand(reasonLost)
+			withdraw()
+			cancelElect()
+		}
+	}
+
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -101,6 +121,7 @@ func (e *Elector) Run(ctx context.Context) (int, error) {
 		case <-ctx.Done():
 			log.Info("stopping on signal")
 			e.stopCommand(reasonShutdown)
+			withdraw()
 			cancelElect()
 		case <-electCtx.Done():
 		}
@@ -114,12 +135,14 @@ func (e *Elector) Run(ctx context.Context) (int, error) {
 		RenewDeadline:   e.cfg.RenewDeadline,
 		RetryPeriod:     e.cfg.RetryPeriod,
 		ReleaseOnCancel: true,
+		Coordinated:     e.cfg.Coordinated != nil,
 		WatchDog:        watchdog,
 		Name:            e.leaseRef(),
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(leadCtx context.Context) {
 				defer close(leadDone)
 				e.lead(leadCtx, lock, log)
+				withdraw()
 				cancelElect()
 			},
 			OnStoppedLeading: func() { log.Info("stopped leading") },
@@ -142,7 +165,7 @@ func (e *Elector) Run(ctx context.Context) (int, error) {
 		defer func() { _ = srv.Close() }()
 	}
 
-	log.Info("campaigning", "leaseDuration", e.cfg.LeaseDuration, "renewDeadline", e.cfg.RenewDeadline, "retryPeriod", e.cfg.RetryPeriod)
+	log.Info("campaigning", "coordinated", e.cfg.Coordinated != nil, "leaseDuration", e.cfg.LeaseDuration, "renewDeadline", e.cfg.RenewDeadline, "retryPeriod", e.cfg.RetryPeriod)
 	le.Run(electCtx)
 	// client-go starts OnStartedLeading in a goroutine of its own and does
 	// not wait for it; it was started iff the lease was acquired (the

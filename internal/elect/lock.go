@@ -30,6 +30,10 @@ type trackingLock struct {
 	// once it has exited; it is called before a release is written and
 	// when a read shows another holder after acquisition.
 	stopCommand func()
+	// endTerm, when set (coordinated election), is called when a read
+	// after acquisition shows this elector still holding the lease with a
+	// preferredHolder named: the election controller asks it to hand over.
+	endTerm func(preferred string)
 
 	mu       sync.Mutex
 	lastGet  *rl.LeaderElectionRecord // record returned by the latest Get
@@ -62,9 +66,13 @@ func (l *trackingLock) Get(ctx context.Context) (*rl.LeaderElectionRecord, []byt
 		l.lastGet = &cp
 	}
 	lost := err == nil && l.acquired && rec.HolderIdentity != l.inner.Identity()
+	endOfTerm := err == nil && l.acquired && !lost && rec.PreferredHolder != "" && l.endTerm != nil
 	l.mu.Unlock()
 	if lost {
 		l.stopCommand()
+	}
+	if endOfTerm {
+		l.endTerm(rec.PreferredHolder)
 	}
 	return rec, raw, err
 }
