@@ -125,6 +125,11 @@ func TestNodeFailureDefaultTimings(t *testing.T) {
 	}
 	t.Logf("frozen at %s; last renewal %v before; Ready=Unknown %v after the last renewal; observed %v after SIGSTOP",
 		stoppedAt.Format(time.RFC3339Nano), stoppedAt.Sub(lastRenew), transition.Sub(lastRenew), unknownSeen)
+	for line := range strings.Lines(c.srv.Logs()) {
+		if strings.Contains(line, frozen) && strings.Contains(line, "stopped posting") {
+			t.Logf("server: %s", strings.TrimSpace(line))
+		}
+	}
 	c.waitNodeEvent(frozen, "NodeNotReady", fmt.Sprintf("Node %s status is now: NodeNotReady", frozen), fastSlack)
 	c.waitReady(healthy, time.Second)
 	c.waitKubectlNodeStatus(map[string]string{frozen: "NotReady", healthy: "Ready"}, fastSlack)
