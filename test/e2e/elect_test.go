@@ -107,6 +107,12 @@ func newElectHarness(t *testing.T) *electHarness {
 		// No external server named: elect against a leasehold serve process.
 		kubeconfig = startServer(t).Kubeconfig
 	}
+	return newElectHarnessOn(t, kubeconfig)
+}
+
+// newElectHarnessOn is newElectHarness against the server of kubeconfig.
+func newElectHarnessOn(t *testing.T, kubeconfig string) *electHarness {
+	t.Helper()
 	dir := t.TempDir()
 	bin := leaseholdBinary
 	h := &electHarness{
@@ -122,16 +128,29 @@ func newElectHarness(t *testing.T) *electHarness {
 // start runs an elector with identity; its output goes to a file.
 func (h *electHarness) start(identity string) *elector {
 	h.t.Helper()
+	return h.startWith(identity)
+}
+
+// startWith is start with extra elect flags (before the command).
+func (h *electHarness) startWith(identity string, extra ...string) *elector {
+	h.t.Helper()
+	args := append([]string{"elect", "--kubeconfig", h.kubeconfig, "--lease", h.lease, "--identity", identity,
+		"--lease-duration", electLeaseDuration.String(), "--renew-deadline", electRenewDeadline.String(),
+		"--retry-period", electRetryPeriod.String(), "--grace-period", electGracePeriod.String()}, extra...)
+	return h.startProcess(identity, h.bin, append(args, "--", "sh", "-c", electScript)...)
+}
+
+// startProcess runs any competitor (an elector, or a client-go program)
+// that logs to the shared log; its output goes to a file.
+func (h *electHarness) startProcess(identity, bin string, args ...string) *elector {
+	h.t.Helper()
 	out := filepath.Join(h.dir, fmt.Sprintf("%s-%d.out", identity, len(h.electors)))
 	f, err := os.Create(out)
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	defer f.Close()
-	cmd := exec.Command(h.bin, "elect", "--kubeconfig", h.kubeconfig, "--lease", h.lease, "--identity", identity,
-		"--lease-duration", electLeaseDuration.String(), "--renew-deadline", electRenewDeadline.String(),
-		"--retry-period", electRetryPeriod.String(), "--grace-period", electGracePeriod.String(),
-		"--", "sh", "-c", electScript)
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "ELECT_E2E_LOG="+h.logPath)
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
