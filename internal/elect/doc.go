@@ -22,6 +22,12 @@
 //     sense (client-go's own documentation says so): a leader that is frozen
 //     or partitioned keeps running its command until it notices. The token is
 //     what lets a downstream system reject such a stale leader's writes.
+//   - With Config.Coordinated (KEP-4355) the elector never creates or takes
+//     over the Lease: it keeps a LeaseCandidate renewed through client-go's
+//     candidate controller and leads only once the server's election
+//     controller names it holder. When the Lease names a preferredHolder it
+//     stops the command, deletes its LeaseCandidate and then releases, so
+//     the controller never hands the released Lease back to it.
 //   - An elector acquires at most once: after losing leadership it stops and
 //     exits (ExitLeadershipLost), like kube-controller-manager does, so a
 //     supervisor restarts it with a fresh state.
