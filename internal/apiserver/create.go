@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -18,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/leasehold/leasehold/internal/registry"
-	"github.com/leasehold/leasehold/internal/storage"
 )
 
 // writeOptions are the query parameters every write takes.
@@ -52,37 +50,15 @@ func parseWriteOptions(r *http.Request) (writeOptions, error) {
 }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
-	n, ok := s.negotiate(r.Header.Get("Accept"), false)
-	if !ok {
-		return notAcceptable(s)
-	}
-	wo, err := parseWriteOptions(r)
+	wr, err := s.readWriteRequest(r, res)
 	if err != nil {
 		return err
 	}
-	si, err := s.requestSerializer(r.Header.Get("Content-Type"))
+	created, err := s.createObject(r.Context(), res, info.namespace, wr.obj, wr.opts)
 	if err != nil {
 		return err
 	}
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
-	obj, warnings, err := s.decodeObject(res, si, body, wo.fieldValidation)
-	if err != nil {
-		return err
-	}
-	created, err := s.createObject(r.Context(), res, info.namespace, obj, wo)
-	if err != nil {
-		return err
-	}
-	writeWarnings(w, warnings)
-	out, err := s.transform(res, n, created, false, false)
-	if err != nil {
-		return err
-	}
-	s.writeObject(w, http.StatusCreated, n, out)
-	return nil
+	return s.respond(w, res, wr.n, created, true, wr.warnings)
 }
 
 // createObject validates, prepares and stores a new object; obj is owned by
@@ -137,10 +113,7 @@ func (s *Server) createObject(ctx context.Context, res *registry.Resource, names
 	}
 	rev, err := s.cfg.Store.Create(ctx, key, value)
 	if err != nil {
-		if errors.Is(err, storage.ErrKeyExists) {
-			return nil, apierrors.NewAlreadyExists(res.GroupResource(), acc.GetName())
-		}
-		return nil, fmt.Errorf("creating %s: %w", key, err)
+		return nil, storeError(res, acc.GetName(), key, err)
 	}
 	acc.SetResourceVersion(strconv.FormatInt(rev, 10))
 	return obj, nil

@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -14,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/leasehold/leasehold/internal/registry"
-	"github.com/leasehold/leasehold/internal/storage"
 )
 
 // parseDeleteOptions reads DeleteOptions from the body (if any) and the query.
@@ -139,7 +137,9 @@ func (s *Server) deleteObject(ctx context.Context, res *registry.Resource, names
 		if dryRun {
 			return cur, true, nil
 		}
-		obj, err := s.finishDelete(ctx, res, key, rev, cur)
+		// cur is the watch cache's shared object; finishDelete stamps the
+		// deletion's resourceVersion on what it is given.
+		obj, err := s.finishDelete(ctx, res, key, rev, cur.DeepCopyObject())
 		if apierrors.IsConflict(err) && opts.Preconditions == nil && attempt < maxPatchRetries {
 			continue
 		}
@@ -210,13 +210,8 @@ func (s *Server) markDeleting(ctx context.Context, res *registry.Resource, key s
 		return nil, err
 	}
 	rev, err := s.cfg.Store.Update(ctx, key, expected, value)
-	switch {
-	case errors.Is(err, storage.ErrConflict):
-		return nil, conflict(res, acc.GetName())
-	case errors.Is(err, storage.ErrNotFound):
-		return nil, apierrors.NewNotFound(res.GroupResource(), acc.GetName())
-	case err != nil:
-		return nil, fmt.Errorf("marking %s deleted: %w", key, err)
+	if err != nil {
+		return nil, storeError(res, acc.GetName(), key, err)
 	}
 	acc.SetResourceVersion(strconv.FormatInt(rev, 10))
 	return obj, nil
@@ -229,13 +224,8 @@ func (s *Server) finishDelete(ctx context.Context, res *registry.Resource, key s
 		return nil, err
 	}
 	_, delRev, err := s.cfg.Store.Delete(ctx, key, rev)
-	switch {
-	case errors.Is(err, storage.ErrConflict):
-		return nil, conflict(res, acc.GetName())
-	case errors.Is(err, storage.ErrNotFound):
-		return nil, apierrors.NewNotFound(res.GroupResource(), acc.GetName())
-	case err != nil:
-		return nil, fmt.Errorf("deleting %s: %w", key, err)
+	if err != nil {
+		return nil, storeError(res, acc.GetName(), key, err)
 	}
 	acc.SetResourceVersion(strconv.FormatInt(delRev, 10))
 	return obj, nil

@@ -62,6 +62,10 @@ func (s *Server) updateManagedFields(res *registry.Resource, subresource string,
 		live.GetObjectKind().SetGroupVersionKind(res.GroupVersionKind())
 	} else if s.renewalManagedFields(res, subresource, live, obj, manager) {
 		return obj, nil
+	} else {
+		// live is the watch cache's shared object and the field manager
+		// writes to it (TypeMeta while converting): give it a copy.
+		live = live.DeepCopyObject()
 	}
 	out := fm.UpdateNoErrors(live, obj, manager)
 	out.GetObjectKind().SetGroupVersionKind(res.GroupVersionKind())

@@ -69,17 +69,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, res *registry.Res
 	if err != nil {
 		return err
 	}
-	writeWarnings(w, warnings)
-	code := http.StatusOK
-	if created {
-		code = http.StatusCreated
-	}
-	t, err := s.transform(res, n, out, false, false)
-	if err != nil {
-		return err
-	}
-	s.writeObject(w, code, n, t)
-	return nil
+	return s.respond(w, res, n, out, created, warnings)
 }
 
 // objectJSON encodes an object as JSON for patching.

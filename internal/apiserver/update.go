@@ -14,31 +14,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/leasehold/leasehold/internal/registry"
-	"github.com/leasehold/leasehold/internal/storage"
 )
 
 func (s *Server) update(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
-	n, ok := s.negotiate(r.Header.Get("Accept"), false)
-	if !ok {
-		return notAcceptable(s)
-	}
-	wo, err := parseWriteOptions(r)
+	wr, err := s.readWriteRequest(r, res)
 	if err != nil {
 		return err
 	}
-	si, err := s.requestSerializer(r.Header.Get("Content-Type"))
-	if err != nil {
-		return err
-	}
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
-	obj, warnings, err := s.decodeObject(res, si, body, wo.fieldValidation)
-	if err != nil {
-		return err
-	}
-	acc, err := meta.Accessor(obj)
+	acc, err := meta.Accessor(wr.obj)
 	if err != nil {
 		return err
 	}
@@ -48,21 +31,11 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, res *registry.Re
 	if acc.GetName() != info.name {
 		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", acc.GetName(), info.name))
 	}
-	out, created, err := s.updateObject(r.Context(), res, info, obj, wo)
+	out, created, err := s.updateObject(r.Context(), res, info, wr.obj, wr.opts)
 	if err != nil {
 		return err
 	}
-	writeWarnings(w, warnings)
-	code := http.StatusOK
-	if created {
-		code = http.StatusCreated
-	}
-	t, err := s.transform(res, n, out, false, false)
-	if err != nil {
-		return err
-	}
-	s.writeObject(w, code, n, t)
-	return nil
+	return s.respond(w, res, wr.n, out, created, wr.warnings)
 }
 
 // conflict is the 409 a stale resourceVersion gets.
@@ -219,13 +192,8 @@ func (s *Server) storeUpdate(ctx context.Context, res *registry.Resource, key, s
 		return s.finishDelete(ctx, res, key, expected, obj)
 	}
 	rev, err := s.cfg.Store.Update(ctx, key, expected, value)
-	switch {
-	case errors.Is(err, storage.ErrConflict):
-		return nil, conflict(res, acc.GetName())
-	case errors.Is(err, storage.ErrNotFound):
-		return nil, apierrors.NewNotFound(res.GroupResource(), acc.GetName())
-	case err != nil:
-		return nil, fmt.Errorf("updating %s: %w", key, err)
+	if err != nil {
+		return nil, storeError(res, acc.GetName(), key, err)
 	}
 	acc.SetResourceVersion(strconv.FormatInt(rev, 10))
 	return obj, nil
