@@ -44,12 +44,12 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, res *registry.Res
 		}
 		o.pred = p
 	}
+	// As in kube-apiserver, timeoutSeconds=0 means the default timeout.
 	timeout := time.Duration(float64(s.cfg.MinRequestTimeout) * (1 + rand.Float64()))
-	if o.TimeoutSeconds != nil {
+	if o.TimeoutSeconds != nil && *o.TimeoutSeconds != 0 {
 		timeout = time.Duration(*o.TimeoutSeconds) * time.Second
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 
 	wo := watchcache.WatchOptions{
 		Prefix:    res.KeyPrefix(info.namespace),
@@ -110,6 +110,11 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, res *registry.Res
 		return fmt.Errorf("starting watch: %w", err)
 	}
 	defer watcher.Stop()
+	// The timeout bounds the stream, not its setup: a watch whose time is
+	// already up (negative timeoutSeconds) is an empty 200 stream, as in
+	// kube-apiserver, rather than a failed read of the current revision.
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	gr := res.GroupResource()
 	s.cfg.Metrics.OpenWatches.WithLabelValues(gr.Group, gr.Resource).Inc()
 	defer s.cfg.Metrics.OpenWatches.WithLabelValues(gr.Group, gr.Resource).Dec()
