@@ -70,7 +70,12 @@ func (r *Runner) Run(ctx context.Context) error {
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: r.cc.Client.CoreV1().Events("")})
 	api.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: EventSource})
 
-	monitor := c.clock.NewTicker(c.cfg.MonitorPeriod)
+	// The monitor period starts after each pass ends, as kube-controller-
+	// manager's wait.Until does. With a fixed-rate ticker, the pass exactly
+	// one grace period after the last heartbeat sees now-probe == grace,
+	// which is not yet "after" it, and the node went Unknown a whole period
+	// late.
+	monitor := c.clock.NewTimer(c.cfg.MonitorPeriod)
 	defer monitor.Stop()
 	tainting := c.clock.NewTicker(taintingPeriod)
 	defer tainting.Stop()
@@ -102,6 +107,7 @@ func (r *Runner) Run(ctx context.Context) error {
 			return nil
 		case <-monitor.C():
 			c.monitor(ctx)
+			monitor.Reset(c.cfg.MonitorPeriod)
 		case <-tainting.C():
 			c.taintPass(ctx)
 		case ev, ok := <-w.Events():
