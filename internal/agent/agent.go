@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
+
+	"github.com/leasehold/leasehold/internal/leasecontroller"
 )
 
 // Agent is one node's heartbeat agent: Node registration and status, and
@@ -16,7 +18,7 @@ import (
 type Agent struct {
 	cfg    Config
 	log    *slog.Logger
-	lease  *leaseController
+	lease  *leasecontroller.Controller
 	status *statusController
 
 	mu      sync.Mutex
@@ -41,10 +43,14 @@ func New(client, heartbeat kubernetes.Interface, cfg Config, clk clock.Clock, lo
 		return nil, errors.New("agent: logger is required")
 	}
 	log = log.With("node", cfg.NodeName)
+	lease, err := newLeaseController(heartbeat, cfg, clk, log)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	return &Agent{
 		cfg:    cfg,
 		log:    log,
-		lease:  newLeaseController(heartbeat, cfg, clk, log),
+		lease:  lease,
 		status: newStatusController(client, heartbeat, cfg, clk, log),
 	}, nil
 }
@@ -64,7 +70,7 @@ func (a *Agent) Run(ctx context.Context) error {
 
 	a.log.Info("Starting node agent", "version", a.cfg.Version, "registerNode", a.cfg.RegisterNode)
 	var wg sync.WaitGroup
-	wg.Go(func() { a.lease.run(ctx) })
+	wg.Go(func() { a.lease.Run(ctx) })
 	wg.Go(func() { a.status.run(ctx) })
 	wg.Wait()
 	a.log.Info("Node agent stopped")

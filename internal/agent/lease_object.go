@@ -1,39 +1,10 @@
 package agent
 
 import (
-	"time"
-
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-// buildLease returns the lease to write for a renewal at now: a deep copy of
-// base (the last object the server returned, so its resourceVersion and uid
-// act as preconditions), or a fresh lease when base is nil. It writes only the
-// fields the kubelet writes: holder, duration and renewTime; never
-// acquireTime or leaseTransitions. The duration is re-asserted on every
-// renewal so an edited lease converges back to the agent's setting.
-func buildLease(base *coordinationv1.Lease, nodeName string, durationSeconds int32, now time.Time) *coordinationv1.Lease {
-	var lease *coordinationv1.Lease
-	if base == nil {
-		lease = &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{
-				Name:      nodeName,
-				Namespace: corev1.NamespaceNodeLease,
-			},
-			Spec: coordinationv1.LeaseSpec{
-				HolderIdentity: &nodeName,
-			},
-		}
-	} else {
-		lease = base.DeepCopy()
-	}
-	lease.Spec.LeaseDurationSeconds = &durationSeconds
-	renew := metav1.NewMicroTime(now)
-	lease.Spec.RenewTime = &renew
-	return lease
-}
 
 // nodeOwnerReference is the reference the kubelet puts on its lease: Node
 // by name and uid, without controller or blockOwnerDeletion (a node does not

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/leasehold/leasehold/internal/leasecontroller"
 )
 
 // register creates the Node, retrying with backoff (200ms doubling to 7s)
@@ -16,15 +18,15 @@ import (
 // Like the kubelet, it blocks the status loop but not the lease loop: the
 // lease controller simply waits for the Node to exist to own its lease.
 func (s *statusController) register(ctx context.Context) bool {
-	wait := backoffStart
+	wait := leasecontroller.BackoffStart
 	for {
 		s.log.Info("Attempting to register node")
 		if s.tryRegister(ctx) {
 			s.log.Info("Successfully registered node")
 			return true
 		}
-		wait = nextBackoff(wait)
-		if !sleep(ctx, s.clock, wait) {
+		wait = leasecontroller.NextBackoff(wait)
+		if !leasecontroller.Sleep(ctx, s.clock, wait) {
 			return false
 		}
 	}

@@ -12,11 +12,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
+
+	"github.com/leasehold/leasehold/internal/leasecontroller"
 )
 
 // errStatusRetriesExceeded is the kubelet's final word after
-// maxUpdateRetries failed tries.
+// nodeStatusUpdateRetry failed tries.
 var errStatusRetriesExceeded = errors.New("update node status exceeds retry count")
+
+// nodeStatusUpdateRetry is the kubelet's bound on the tries of one node
+// status update.
+const nodeStatusUpdateRetry = 5
 
 // statusController registers the Node and keeps its status current, the
 // kubelet's syncNodeStatus. It is used by one goroutine only (run).
@@ -50,7 +56,7 @@ func newStatusController(client, heartbeat kubernetes.Interface, cfg Config, clk
 // until ctx ends.
 func (s *statusController) run(ctx context.Context) {
 	s.log.Info("Starting node status updates", "updateFrequency", s.cfg.NodeStatusUpdateFrequency, "reportFrequency", s.cfg.NodeStatusReportFrequency)
-	runJittered(ctx, s.clock, s.cfg.NodeStatusUpdateFrequency, s.sync)
+	leasecontroller.RunJittered(ctx, s.clock, s.cfg.NodeStatusUpdateFrequency, s.sync)
 	s.log.Info("Stopped node status updates")
 }
 
@@ -68,13 +74,13 @@ func (s *statusController) sync(ctx context.Context) {
 	s.log.Error("Unable to update node status", "err", err)
 }
 
-// update tries up to maxUpdateRetries times. A Node that was deleted stays
+// update tries up to nodeStatusUpdateRetry times. A Node that was deleted stays
 // deleted: like the kubelet, the agent does not register again while it
 // runs (an operator deleting a Node usually means it), but it keeps its
 // heartbeats going so that a restart, or a Node re-created by hand, recovers.
 func (s *statusController) update(ctx context.Context) error {
 	var lastErr error
-	for attempt := range maxUpdateRetries {
+	for attempt := range nodeStatusUpdateRetry {
 		lastErr = s.tryUpdate(ctx, attempt)
 		if lastErr == nil {
 			return nil

@@ -1,4 +1,4 @@
-package agent
+package leasecontroller
 
 import (
 	"context"
@@ -15,9 +15,9 @@ func TestBackoffSequence(t *testing.T) {
 		1600 * time.Millisecond, 3200 * time.Millisecond, 6400 * time.Millisecond,
 		7 * time.Second, 7 * time.Second,
 	}
-	d := backoffStart
+	d := BackoffStart
 	for i, w := range want {
-		d = nextBackoff(d)
+		d = NextBackoff(d)
 		if d != w {
 			t.Fatalf("wait %d = %s, want %s", i+1, d, w)
 		}
@@ -30,9 +30,9 @@ func TestJitteredBounds(t *testing.T) {
 		factor, u float64
 		want      time.Duration
 	}{
-		{jitterFactor, 0, period},
-		{jitterFactor, 0.5, period + 200*time.Millisecond},
-		{jitterFactor, 0.999999, period + 399999600*time.Nanosecond},
+		{JitterFactor, 0, period},
+		{JitterFactor, 0.5, period + 200*time.Millisecond},
+		{JitterFactor, 0.999999, period + 399999600*time.Nanosecond},
 		{0, 0.7, period},
 	}
 	for _, tt := range tests {
@@ -43,7 +43,7 @@ func TestJitteredBounds(t *testing.T) {
 	// Whatever u is drawn, the renew period of a 40 s lease stays within
 	// [10 s, 10.4 s): well inside the lease duration.
 	for u := 0.0; u < 1; u += 0.01 {
-		if got := jittered(period, jitterFactor, u); got < period || got >= period+400*time.Millisecond {
+		if got := jittered(period, JitterFactor, u); got < period || got >= period+400*time.Millisecond {
 			t.Fatalf("jittered(%v) = %s, outside [10s, 10.4s)", u, got)
 		}
 	}
@@ -58,7 +58,7 @@ func TestRunJitteredSlidesAndStops(t *testing.T) {
 	calls := make(chan time.Time, 10)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		runJittered(ctx, clk, 10*time.Second, func(context.Context) {
+		RunJittered(ctx, clk, 10*time.Second, func(context.Context) {
 			calls <- clk.Now()
 			// A slow sync: the next period must start after it.
 			clk.Step(3 * time.Second)
@@ -100,10 +100,10 @@ func TestSleepEndsOnCancel(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Unix(0, 0))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if sleep(ctx, clk, time.Hour) {
-		t.Fatal("sleep returned true on a cancelled context")
+	if Sleep(ctx, clk, time.Hour) {
+		t.Fatal("Sleep returned true on a cancelled context")
 	}
 	if clk.HasWaiters() {
-		t.Fatal("sleep left its timer registered")
+		t.Fatal("Sleep left its timer registered")
 	}
 }
