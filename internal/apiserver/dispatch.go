@@ -72,6 +72,14 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) bool {
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requestInfo) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w}
+	// Metric labels name only served resources and known verbs: the path
+	// and method are the client's, and used as labels they would grow the
+	// metrics without bound (and panic on invalid UTF-8).
+	var metricGroup, metricResource string
+	metricVerb := info.verb
+	if !isKnownVerb(metricVerb) {
+		metricVerb = "other"
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
@@ -83,9 +91,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 			}
 		}
 		if info.verb != "watch" {
-			s.cfg.Metrics.Latency.WithLabelValues(info.verb, info.group, info.resource).Observe(time.Since(start).Seconds())
+			s.cfg.Metrics.Latency.WithLabelValues(metricVerb, metricGroup, metricResource).Observe(time.Since(start).Seconds())
 		}
-		s.cfg.Metrics.Requests.WithLabelValues(info.verb, info.group, info.resource, strconv.Itoa(rec.code)).Inc()
+		s.cfg.Metrics.Requests.WithLabelValues(metricVerb, metricGroup, metricResource, strconv.Itoa(rec.code)).Inc()
 	}()
 	if !s.authenticate(rec, r) {
 		return
@@ -95,11 +103,21 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		s.writeError(rec, r, apierrors.NewNotFound(schema.GroupResource{Group: info.group, Resource: info.resource}, ""))
 		return
 	}
+	metricGroup, metricResource = res.GroupVersion.Group, res.Resource
 	if err := checkScope(res, info); err != nil {
 		s.writeError(rec, r, err)
 		return
 	}
 	s.serveVerb(rec, r, res, info)
+}
+
+// isKnownVerb tells the verbs used as metric labels; any other is "other".
+func isKnownVerb(v string) bool {
+	switch v {
+	case "get", "list", "watch", "create", "update", "patch", "delete", "deletecollection":
+		return true
+	}
+	return false
 }
 
 func checkScope(res *registry.Resource, info requestInfo) error {
