@@ -2,6 +2,7 @@ package server
 
 import (
 	"github.com/leasehold/leasehold/internal/controller"
+	"github.com/leasehold/leasehold/internal/controller/apiserveridentity"
 	"github.com/leasehold/leasehold/internal/controller/election"
 	"github.com/leasehold/leasehold/internal/controller/eventttl"
 	"github.com/leasehold/leasehold/internal/controller/garbagecollector"
@@ -17,5 +18,6 @@ func controllers(cc controller.Context, cfg Config) []controller.Runner {
 		garbagecollector.New(cc),
 		nodelifecycle.New(cc, cfg.NodeLifecycle),
 		eventttl.New(cc, eventttl.Config{TTL: cfg.EventTTL, Interval: cfg.EventTTLInterval}),
+		apiserveridentity.New(cc, apiserveridentity.Config{}),
 	}
 }
