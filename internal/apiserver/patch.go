@@ -147,7 +147,7 @@ func applyPatchBytes(res *registry.Resource, pt types.PatchType, cur, patch []by
 	case types.JSONPatchType:
 		var p jsonpatch.Patch
 		if p, err = jsonpatch.DecodePatch(patch); err == nil {
-			out, err = p.Apply(cur)
+			out, err = applyJSONPatch(p, cur)
 		}
 	case types.MergePatchType:
 		out, err = jsonpatch.MergePatch(cur, patch)
