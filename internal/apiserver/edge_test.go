@@ -245,3 +245,24 @@ func TestApplyWithUnknownFieldIsBadRequest(t *testing.T) {
 		t.Fatalf("valid apply: %d %s", resp.StatusCode, out)
 	}
 }
+
+func TestYAMLRequestsAndResponses(t *testing.T) {
+	srv := servertest.Start(t)
+	base := "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+	body := []byte("apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: yml\nspec:\n  holderIdentity: from-yaml\n")
+	resp, out := raw(t, srv, "POST", base, "application/yaml", "application/yaml", body)
+	if resp.StatusCode != 201 || resp.Header.Get("Content-Type") != "application/yaml" {
+		t.Fatalf("create: %d %q %s", resp.StatusCode, resp.Header.Get("Content-Type"), out)
+	}
+	if !strings.Contains(string(out), "holderIdentity: from-yaml") || !strings.Contains(string(out), "kind: Lease") {
+		t.Fatalf("YAML response:\n%s", out)
+	}
+	resp, out = raw(t, srv, "GET", base+"/yml", "", "application/yaml", nil)
+	if resp.StatusCode != 200 || !strings.Contains(string(out), "name: yml") {
+		t.Fatalf("get: %d %s", resp.StatusCode, out)
+	}
+	resp, out = raw(t, srv, "GET", base+"/yml", "", "text/html", nil)
+	if st := statusOf(t, out); resp.StatusCode != 406 || st.Reason != metav1.StatusReasonNotAcceptable {
+		t.Fatalf("unacceptable Accept: %d %+v", resp.StatusCode, st)
+	}
+}
