@@ -2,6 +2,7 @@ package apiserver_test
 
 import (
 	"bytes"
+	"crypto/tls"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -264,5 +265,35 @@ func TestYAMLRequestsAndResponses(t *testing.T) {
 	resp, out = raw(t, srv, "GET", base+"/yml", "", "text/html", nil)
 	if st := statusOf(t, out); resp.StatusCode != 406 || st.Reason != metav1.StatusReasonNotAcceptable {
 		t.Fatalf("unacceptable Accept: %d %+v", resp.StatusCode, st)
+	}
+}
+
+// The server speaks HTTP/2 (what client-go negotiates) and HTTP/1.1.
+func TestHTTPVersions(t *testing.T) {
+	srv := servertest.Start(t)
+	tlsCfg, err := rest.TLSConfigFor(srv.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		h2    bool
+		major int
+	}{{"HTTP/1.1", false, 1}, {"HTTP/2", true, 2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := &http.Transport{TLSClientConfig: tlsCfg.Clone(), ForceAttemptHTTP2: tc.h2}
+			if !tc.h2 {
+				tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+			}
+			defer tr.CloseIdleConnections()
+			resp, err := (&http.Client{Transport: tr}).Get(srv.Config.Host + "/apis/coordination.k8s.io/v1/leases")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 || resp.ProtoMajor != tc.major {
+				t.Fatalf("status %d over %s", resp.StatusCode, resp.Proto)
+			}
+		})
 	}
 }
