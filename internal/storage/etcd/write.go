@@ -1,0 +1,124 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/leasehold/leasehold/internal/storage"
+)
+
+// Create implements storage.Interface with If(CreateRevision==0) Then(Put).
+func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, error) {
+	ek, err := s.keys.toEtcd(key)
+	if err != nil {
+		return 0, err
+	}
+	if err := s.acquire(); err != nil {
+		return 0, err
+	}
+	defer s.release()
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(ek), "=", 0)).
+		Then(clientv3.OpPut(ek, string(value))).
+		Commit()
+	if err != nil {
+		return 0, wrap("etcd: create "+key, err)
+	}
+	if !resp.Succeeded {
+		return 0, fmt.Errorf("etcd: create %s: %w", key, storage.ErrKeyExists)
+	}
+	return resp.Header.Revision, nil
+}
+
+// Update implements storage.Interface with If(ModRevision==expected)
+// Then(Put) Else(Get): the Else read says whether the key is missing or
+// just changed.
+func (s *Store) Update(ctx context.Context, key string, expectedRevision int64, value []byte) (int64, error) {
+	ek, err := s.keys.toEtcd(key)
+	if err != nil {
+		return 0, err
+	}
+	if err := s.acquire(); err != nil {
+		return 0, err
+	}
+	defer s.release()
+	if expectedRevision <= 0 {
+		// etcd compares a missing key's ModRevision as 0, so this compare
+		// would create the key; no existing key has revision <= 0 anyway.
+		return 0, s.preconditionError(ctx, "update", key, ek)
+	}
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(ek), "=", expectedRevision)).
+		Then(clientv3.OpPut(ek, string(value))).
+		Else(clientv3.OpGet(ek, clientv3.WithCountOnly())).
+		Commit()
+	if err != nil {
+		return 0, wrap("etcd: update "+key, err)
+	}
+	if !resp.Succeeded {
+		return 0, failedPrecondition("update", key, expectedRevision, resp)
+	}
+	return resp.Header.Revision, nil
+}
+
+// Delete implements storage.Interface: a plain delete with the previous value
+// when expectedRevision is 0, otherwise the same transaction shape as Update.
+func (s *Store) Delete(ctx context.Context, key string, expectedRevision int64) (storage.KeyValue, int64, error) {
+	ek, err := s.keys.toEtcd(key)
+	if err != nil {
+		return storage.KeyValue{}, 0, err
+	}
+	if err := s.acquire(); err != nil {
+		return storage.KeyValue{}, 0, err
+	}
+	defer s.release()
+	if expectedRevision < 0 {
+		return storage.KeyValue{}, 0, s.preconditionError(ctx, "delete", key, ek)
+	}
+	del := clientv3.OpDelete(ek, clientv3.WithPrevKV())
+	txn := s.client.Txn(ctx)
+	if expectedRevision > 0 {
+		txn = txn.If(clientv3.Compare(clientv3.ModRevision(ek), "=", expectedRevision)).
+			Then(del).
+			Else(clientv3.OpGet(ek, clientv3.WithCountOnly()))
+	} else {
+		txn = txn.Then(del)
+	}
+	resp, err := txn.Commit()
+	if err != nil {
+		return storage.KeyValue{}, 0, wrap("etcd: delete "+key, err)
+	}
+	if !resp.Succeeded {
+		return storage.KeyValue{}, 0, failedPrecondition("delete", key, expectedRevision, resp)
+	}
+	prev := resp.Responses[0].GetResponseDeleteRange().GetPrevKvs()
+	if len(prev) == 0 {
+		// Nothing was deleted; etcd did not move the revision either.
+		return storage.KeyValue{}, 0, fmt.Errorf("etcd: delete %s: %w", key, storage.ErrNotFound)
+	}
+	return s.toKeyValue(prev[0]), resp.Header.Revision, nil
+}
+
+// failedPrecondition turns the Else branch's count into ErrNotFound (the key
+// is gone) or ErrConflict (it changed).
+func failedPrecondition(op, key string, expected int64, resp *clientv3.TxnResponse) error {
+	if resp.Responses[0].GetResponseRange().GetCount() == 0 {
+		return fmt.Errorf("etcd: %s %s: %w", op, key, storage.ErrNotFound)
+	}
+	return fmt.Errorf("etcd: %s %s at revision %d: %w", op, key, expected, storage.ErrConflict)
+}
+
+// preconditionError answers a precondition no key can meet, telling a missing
+// key from an existing one as the transactions do.
+func (s *Store) preconditionError(ctx context.Context, op, key, ek string) error {
+	resp, err := s.client.Get(ctx, ek, clientv3.WithCountOnly())
+	if err != nil {
+		return wrap("etcd: "+op+" "+key, err)
+	}
+	if resp.Count == 0 {
+		return fmt.Errorf("etcd: %s %s: %w", op, key, storage.ErrNotFound)
+	}
+	return fmt.Errorf("etcd: %s %s: %w", op, key, storage.ErrConflict)
+}
