@@ -20,7 +20,17 @@ type Config struct {
 	TLSCertFile   string
 	TLSPrivateKey string
 	ClientCAFile  string
-	Logger        *slog.Logger
+	// EtcdServers, when set, puts the data on that etcd cluster instead of
+	// the embedded store; DataDir then holds only the certificates and the
+	// kubeconfig. EtcdPrefix and the Etcd*File fields are kube-apiserver's
+	// --etcd-prefix, --etcd-cafile, --etcd-certfile and --etcd-keyfile.
+	EtcdServers  []string
+	EtcdPrefix   string
+	EtcdCAFile   string
+	EtcdCertFile string
+	EtcdKeyFile  string
+
+	Logger *slog.Logger
 	// ShutdownTimeout bounds the wait for in-flight requests on shutdown.
 	ShutdownTimeout time.Duration
 	// WatchCacheWindow is the number of recent events kept for watches.

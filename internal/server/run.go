@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -26,7 +25,6 @@ import (
 	"github.com/leasehold/leasehold/internal/pki"
 	"github.com/leasehold/leasehold/internal/registry"
 	nsregistry "github.com/leasehold/leasehold/internal/registry/namespace"
-	"github.com/leasehold/leasehold/internal/storage/embedded"
 	"github.com/leasehold/leasehold/internal/watchcache"
 )
 
@@ -47,15 +45,9 @@ func Run(ctx context.Context, cfg Config) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	storeMetrics := newStorageMetrics(reg)
-	store, err := embedded.Open(filepath.Join(cfg.DataDir, "db"), embedded.Options{
-		Logger:   log.With("component", "storage"),
-		OnCommit: storeMetrics.observeCommit,
-		Compaction: embedded.CompactionPolicy{
-			Interval: time.Minute, KeepFor: cfg.HistoryRetention, KeepRevisions: int64(cfg.WatchCacheWindow),
-		},
-	})
+	store, err := openStorage(ctx, cfg, storeMetrics)
 	if err != nil {
-		return fmt.Errorf("opening storage: %w", err)
+		return err
 	}
 	defer func() {
 		if err := store.Close(); err != nil {

@@ -1,0 +1,47 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/storage"
+	"github.com/leasehold/leasehold/internal/storage/embedded"
+	"github.com/leasehold/leasehold/internal/storage/etcd"
+)
+
+// openStorage opens the store serve runs on: the etcd cluster named by
+// cfg.EtcdServers, or else the embedded store in cfg.DataDir/db. The caller
+// closes it.
+func openStorage(ctx context.Context, cfg Config, metrics *storageMetrics) (storage.Interface, error) {
+	log := cfg.Logger.With("component", "storage")
+	if len(cfg.EtcdServers) > 0 {
+		s, err := etcd.New(ctx, etcd.Config{
+			Endpoints: cfg.EtcdServers,
+			Prefix:    cfg.EtcdPrefix,
+			CAFile:    cfg.EtcdCAFile,
+			CertFile:  cfg.EtcdCertFile,
+			KeyFile:   cfg.EtcdKeyFile,
+			// As kube-apiserver's --etcd-compaction-interval: history older
+			// than one interval goes, which is what HistoryRetention promises.
+			CompactInterval: cfg.HistoryRetention,
+			Logger:          log,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("opening etcd storage: %w", err)
+		}
+		return s, nil
+	}
+	s, err := embedded.Open(filepath.Join(cfg.DataDir, "db"), embedded.Options{
+		Logger:   log,
+		OnCommit: metrics.observeCommit,
+		Compaction: embedded.CompactionPolicy{
+			Interval: time.Minute, KeepFor: cfg.HistoryRetention, KeepRevisions: int64(cfg.WatchCacheWindow),
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("opening storage: %w", err)
+	}
+	return s, nil
+}
