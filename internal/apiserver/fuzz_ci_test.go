@@ -21,7 +21,7 @@ const (
 	// fuzzBuildTimeout bounds building the instrumented test binary. Fuzzing
 	// instruments every dependency (k8s.io/* included): from a cold build
 	// cache that takes minutes on two cores, from a warm one seconds.
-	fuzzBuildTimeout = 8 * time.Minute
+	fuzzBuildTimeout = 4 * time.Minute
 )
 
 // TestFuzzShortRuns is CI's short fuzzing run (CI runs only `go test
