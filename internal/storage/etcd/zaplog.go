@@ -58,7 +58,7 @@ func (c *slogCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
 		f.AddTo(enc)
 	}
 	attrs := make([]slog.Attr, 0, len(enc.Fields)+1)
-	attrs = append(attrs, slog.String("component", "etcd-client"))
+	attrs = append(attrs, slog.String("subsystem", "etcd-client"))
 	for _, k := range slices.Sorted(maps.Keys(enc.Fields)) {
 		attrs = append(attrs, slog.Any(k, enc.Fields[k]))
 	}
