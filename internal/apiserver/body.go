@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"mime"
@@ -19,7 +20,13 @@ func readBody(r *http.Request) ([]byte, error) {
 	if r.ContentLength > MaxRequestBodyBytes {
 		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", MaxRequestBodyBytes))
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBodyBytes+1))
+	// Most bodies announce their size: read them into one exact buffer.
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(io.LimitReader(r.Body, MaxRequestBodyBytes+1))
+	body := buf.Bytes()
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("reading request body: %v", err))
 	}
