@@ -270,12 +270,7 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, res *r
 	if err != nil {
 		return err
 	}
-	out, err := s.transform(res, n, list, true, false)
-	if err != nil {
-		return err
-	}
-	s.writeObject(w, http.StatusOK, n, out)
-	return nil
+	return s.respondList(w, res, n, list)
 }
 
 func mustRV(obj runtime.Object) string {

@@ -105,12 +105,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, res *registry.Reso
 	if err != nil {
 		return err
 	}
-	out, err := s.transform(res, n, list, true, false)
-	if err != nil {
-		return err
-	}
-	s.writeObject(w, http.StatusOK, n, out)
-	return nil
+	return s.respondList(w, res, n, list)
 }
 
 // doList returns the typed list (e.g. *LeaseList) the options ask for.

@@ -60,6 +60,16 @@ func (s *Server) respond(w http.ResponseWriter, res *registry.Resource, n negoti
 	return nil
 }
 
+// respondList answers a list request with list in the negotiated form.
+func (s *Server) respondList(w http.ResponseWriter, res *registry.Resource, n negotiated, list runtime.Object) error {
+	out, err := s.transform(res, n, list, true, false)
+	if err != nil {
+		return err
+	}
+	s.writeObject(w, http.StatusOK, n, out)
+	return nil
+}
+
 // storeError turns a storage error from writing key into the Status a
 // client gets.
 func storeError(res *registry.Resource, name, key string, err error) error {

@@ -41,8 +41,8 @@ func TestE2EFleetRegistersAndRenewsEveryNode(t *testing.T) {
 	base := serverConfig(t)
 	out := &syncBuffer{}
 	cfg := Config{
-		Nodes:                     nodes,
-		Clients:                   2,
+		Nodes:   nodes,
+		Clients: 2,
 		// The heartbeat timeout is min(status frequency, lease duration):
 		// 4 s, so a CI machine busy with other tests' fsyncs does not turn a
 		// slow renewal into a failed one.

@@ -157,7 +157,7 @@ func TestEventValidation(t *testing.T) {
 	e := podEvent("mismatch", "web-1", "a", "Scheduled", corev1.EventTypeNormal)
 	e.InvolvedObject.Namespace = "kube-system"
 	_, err := events.Create(ctx, e, metav1.CreateOptions{})
-	wantInvalid(t, err, `involvedObject.namespace: Invalid value: "kube-system": does not match event.namespace`)
+	servertest.WantInvalid(t, err, `involvedObject.namespace: Invalid value: "kube-system": does not match event.namespace`)
 
 	// A PUT to a missing event creates it (201), as kube-apiserver allows.
 	put := podEvent("put.1", "web-1", "a", "Pulled", corev1.EventTypeNormal)
@@ -173,25 +173,13 @@ func TestEventValidation(t *testing.T) {
 		Message:        strings.Repeat("m", 1025),
 	}
 	_, err = events.Create(ctx, newStyle, metav1.CreateOptions{})
-	wantInvalid(t, err,
+	servertest.WantInvalid(t, err,
 		`reportingComponent: Required value`,
 		`reportingInstance: Required value`,
 		`action: Required value`,
 		`reason: Required value`,
 		`message: Invalid value: "": can have at most 1024 characters`,
 	)
-}
-
-func wantInvalid(t *testing.T, err error, parts ...string) {
-	t.Helper()
-	if !apierrors.IsInvalid(err) {
-		t.Fatalf("want 422 Invalid, got %v", err)
-	}
-	for _, p := range parts {
-		if !strings.Contains(err.Error(), p) {
-			t.Errorf("error %q lacks %q", err.Error(), p)
-		}
-	}
 }
 
 // TestEventTableAndDiscovery checks the columns kubectl get events prints

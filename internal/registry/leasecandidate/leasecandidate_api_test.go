@@ -10,7 +10,6 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -28,18 +27,6 @@ func candidate(name string) *coordinationv1beta1.LeaseCandidate {
 			EmulationVersion: "1.32.0",
 			Strategy:         coordinationv1.OldestEmulationVersion,
 		},
-	}
-}
-
-func wantInvalid(t *testing.T, err error, parts ...string) {
-	t.Helper()
-	if !apierrors.IsInvalid(err) {
-		t.Fatalf("want 422 Invalid, got %v", err)
-	}
-	for _, p := range parts {
-		if !strings.Contains(err.Error(), p) {
-			t.Errorf("error %q lacks %q", err.Error(), p)
-		}
 	}
 }
 
@@ -77,7 +64,7 @@ func TestLeaseCandidateValidation(t *testing.T) {
 			c := candidate("c-" + strings.ReplaceAll(tc.name, " ", "-"))
 			tc.mutate(&c.Spec)
 			_, err := cands.Create(ctx, c, metav1.CreateOptions{})
-			wantInvalid(t, err, tc.want...)
+			servertest.WantInvalid(t, err, tc.want...)
 		})
 	}
 
@@ -91,13 +78,13 @@ func TestLeaseCandidateValidation(t *testing.T) {
 		t.Fatalf("create: %v", err)
 	}
 	_, err = cands.Create(ctx, candidate("bad/name"), metav1.CreateOptions{})
-	wantInvalid(t, err, `metadata.name: Invalid value: "bad/name": a valid config key must consist of alphanumeric characters`)
+	servertest.WantInvalid(t, err, `metadata.name: Invalid value: "bad/name": a valid config key must consist of alphanumeric characters`)
 
 	// leaseName is immutable; the rest may change (renewals).
 	upd := created.DeepCopy()
 	upd.Spec.LeaseName = "other"
 	_, err = cands.Update(ctx, upd, metav1.UpdateOptions{})
-	wantInvalid(t, err, `spec.leaseName: Invalid value: "other": field is immutable`)
+	servertest.WantInvalid(t, err, `spec.leaseName: Invalid value: "other": field is immutable`)
 	upd = created.DeepCopy()
 	upd.Spec.PingTime = &metav1.MicroTime{Time: time.Now()}
 	upd.Spec.BinaryVersion = "1.34.0-rc.1"

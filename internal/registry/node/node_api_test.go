@@ -171,7 +171,7 @@ func TestNodeValidation(t *testing.T) {
 		{Key: "dup", Effect: corev1.TaintEffectNoExecute},
 	}
 	_, err := nodes.Create(ctx, bad, metav1.CreateOptions{})
-	wantInvalid(t, err,
+	servertest.WantInvalid(t, err,
 		`spec.taints[0].key: Invalid value: "a/b/c"`,
 		`spec.taints[1].effect: Unsupported value: "Sometimes": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"`,
 		`spec.taints[2].effect: Required value`,
@@ -180,7 +180,7 @@ func TestNodeValidation(t *testing.T) {
 	)
 
 	_, err = nodes.Create(ctx, newNode("Not_A_DNS_Name"), metav1.CreateOptions{})
-	wantInvalid(t, err, `metadata.name: Invalid value: "Not_A_DNS_Name": a lowercase RFC 1123 subdomain`)
+	servertest.WantInvalid(t, err, `metadata.name: Invalid value: "Not_A_DNS_Name": a lowercase RFC 1123 subdomain`)
 
 	created, err := nodes.Create(ctx, newNode("cidr"), metav1.CreateOptions{})
 	if err != nil {
@@ -188,19 +188,7 @@ func TestNodeValidation(t *testing.T) {
 	}
 	created.Spec.PodCIDRs = []string{"10.245.0.0/24"}
 	_, err = nodes.Update(ctx, created, metav1.UpdateOptions{})
-	wantInvalid(t, err, `spec.podCIDRs: Forbidden: node updates may not change podCIDR except from "" to valid`)
-}
-
-func wantInvalid(t *testing.T, err error, parts ...string) {
-	t.Helper()
-	if !apierrors.IsInvalid(err) {
-		t.Fatalf("want 422 Invalid, got %v", err)
-	}
-	for _, p := range parts {
-		if !strings.Contains(err.Error(), p) {
-			t.Errorf("error %q lacks %q", err.Error(), p)
-		}
-	}
+	servertest.WantInvalid(t, err, `spec.podCIDRs: Forbidden: node updates may not change podCIDR except from "" to valid`)
 }
 
 // TestNodeTable asks for the server-side table as kubectl does and checks
