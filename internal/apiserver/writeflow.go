@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -80,6 +81,10 @@ func storeError(res *registry.Resource, name, key string, err error) error {
 		return apierrors.NewNotFound(res.GroupResource(), name)
 	case errors.Is(err, storage.ErrKeyExists):
 		return apierrors.NewAlreadyExists(res.GroupResource(), name)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// The client gave up (or its timeout passed) before the write was
+		// taken: kube-apiserver's answer is a 504, and it is not a server fault.
+		return apierrors.NewTimeoutError(fmt.Sprintf("request did not complete within requested timeout - %v", err), 0)
 	}
 	return fmt.Errorf("writing %s: %w", key, err)
 }
