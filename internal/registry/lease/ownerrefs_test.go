@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -29,7 +30,13 @@ func TestOwnerReferenceValidation(t *testing.T) {
 			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(name), LeaseDurationSeconds: ptr.To[int32](40)},
 		}
 	}
-	node := metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: "node-1", UID: "3c0b3c4e-0000-4000-8000-000000000001"}
+	// A real Node: the garbage collector would delete a lease whose owner
+	// does not exist while the test still uses it.
+	n, err := srv.Client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: "node-1", UID: n.UID}
 
 	for _, tc := range []struct {
 		name string
