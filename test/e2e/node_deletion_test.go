@@ -26,6 +26,10 @@ func TestNodeDeletionAndReregistration(t *testing.T) {
 	oldLease := c.waitOwnedLease(deleted, oldNode.UID, fastRenew+fastSlack)
 	otherNode := c.waitReady(other, fastSlack)
 	otherLease := c.waitOwnedLease(other, otherNode.UID, fastRenew+fastSlack)
+	// RemovingNode follows only a registration the controller saw (as in
+	// kube-controller-manager, nodes are classified on monitor passes), so
+	// wait for it before deleting.
+	c.waitNodeEvent(deleted, "RegisteredNode", fmt.Sprintf("Node %s event: Registered Node %s in Controller", deleted, deleted), fastSlack)
 
 	mark := agent.LogMark()
 	if out := c.kubectl.run("delete", "node", deleted); strings.TrimSpace(out) != fmt.Sprintf("node %q deleted", deleted) {
