@@ -6,6 +6,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,8 +46,8 @@ const (
 	validationStrict fieldValidation = "Strict"
 )
 
-func parseFieldValidation(r *http.Request) (fieldValidation, error) {
-	switch v := fieldValidation(r.URL.Query().Get("fieldValidation")); v {
+func parseFieldValidation(q url.Values) (fieldValidation, error) {
+	switch v := fieldValidation(q.Get("fieldValidation")); v {
 	case "":
 		return validationWarn, nil
 	case validationIgnore, validationWarn, validationStrict:

@@ -39,7 +39,7 @@ func parseWriteOptions(r *http.Request) (writeOptions, error) {
 		o.dryRun = true
 	}
 	var err error
-	o.fieldValidation, err = parseFieldValidation(r)
+	o.fieldValidation, err = parseFieldValidation(q)
 	if o.fieldManager == "" {
 		o.fieldManager = managerFromUserAgent(r.UserAgent())
 	}

@@ -59,8 +59,6 @@ type Config struct {
 	// StopWatches, when closed, ends every open watch (graceful shutdown:
 	// http.Server.Shutdown waits for handlers, and watches never end alone).
 	StopWatches <-chan struct{}
-	// BookmarkInterval is how often watches that allow bookmarks get one (default 1 min).
-	BookmarkInterval time.Duration
 }
 
 // Server serves the resource API.
@@ -87,9 +85,6 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MinRequestTimeout == 0 {
 		cfg.MinRequestTimeout = 30 * time.Minute
-	}
-	if cfg.BookmarkInterval == 0 {
-		cfg.BookmarkInterval = time.Minute
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics(nil)
