@@ -63,6 +63,7 @@ func TestMetrics(t *testing.T) {
 		`leasehold_storage_commit_duration_seconds_count`,
 		`leasehold_storage_commit_batch_size_bucket`,
 		`process_resident_memory_bytes`,
+		`leasehold_nodelifecycle_monitor_pass_duration_seconds_count`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("/metrics lacks %q", want)

@@ -136,6 +136,9 @@ func Run(ctx context.Context, cfg Config) error {
 		defer bg.Done()
 		namespaces.Run(bgCtx, loopback, nsregistry.System, namespaces.Interval, log.With("controller", "namespaces"))
 	}()
+	if cfg.NodeLifecycle.OnMonitorPass == nil {
+		cfg.NodeLifecycle.OnMonitorPass = newMonitorPassMetric(reg)
+	}
 	cc := controller.Context{Cache: cache, Client: loopback, Resources: resources, Logger: log, Now: time.Now}
 	for _, c := range controllers(cc, cfg) {
 		bg.Add(1)

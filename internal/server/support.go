@@ -67,6 +67,17 @@ func newStorageMetrics(reg prometheus.Registerer) *storageMetrics {
 	return m
 }
 
+// newMonitorPassMetric is the node lifecycle controller's pass duration.
+func newMonitorPassMetric(reg prometheus.Registerer) func(time.Duration, int) {
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "leasehold_nodelifecycle_monitor_pass_duration_seconds",
+		Help:    "Duration of one node lifecycle monitor pass over every node.",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
+	})
+	reg.MustRegister(h)
+	return func(d time.Duration, _ int) { h.Observe(d.Seconds()) }
+}
+
 func (m *storageMetrics) observeCommit(n int, d time.Duration) {
 	m.commitLatency.Observe(d.Seconds())
 	m.batchSize.Observe(float64(n))

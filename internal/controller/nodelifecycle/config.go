@@ -51,6 +51,9 @@ type Config struct {
 	// Clock drives probe timestamps, tickers and rate limiters (a fake one in tests).
 	Clock  clock.WithTicker
 	Logger *slog.Logger
+	// OnMonitorPass, if set, is called after every monitor pass with its
+	// duration and the number of nodes it looked at (serve feeds a metric).
+	OnMonitorPass func(d time.Duration, nodes int)
 }
 
 func (c *Config) defaults() {

@@ -61,7 +61,11 @@ func (c *Controller) queue(zone string) *taintQueue {
 // taint, record NodeNotReady when the controller itself found it gone, then
 // judge the zones.
 func (c *Controller) monitor(ctx context.Context) {
+	start := c.clock.Now()
 	nodes := c.cluster.nodes()
+	if c.cfg.OnMonitorPass != nil {
+		defer func() { c.cfg.OnMonitorPass(c.clock.Since(start), len(nodes)) }()
+	}
 	c.classify(nodes)
 
 	zoneConds := map[string][]*corev1.NodeCondition{}
