@@ -43,7 +43,7 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/healthz", "/livez", "/readyz":
 	default:
-		if !s.authenticate(w, r) {
+		if r = s.authenticate(w, r); r == nil {
 			return
 		}
 	}
@@ -55,18 +55,19 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request) {
 }
 
 // authenticate answers 401 and returns false when the caller is unknown.
-func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) bool {
+// authenticate returns the request carrying its caller, or nil after
+// answering 401.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) *http.Request {
 	if isLoopback(r) {
-		return true
+		return r
 	}
 	if s.cfg.Authenticator != nil {
 		if u, ok := s.cfg.Authenticator.Authenticate(r); ok {
-			*r = *r.WithContext(withUser(r.Context(), u))
-			return true
+			return r.WithContext(withUser(r.Context(), u))
 		}
 	}
 	s.writeError(w, r, apierrors.NewUnauthorized("Unauthorized"))
-	return false
+	return nil
 }
 
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requestInfo) {
@@ -95,9 +96,11 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		}
 		s.cfg.Metrics.Requests.WithLabelValues(metricVerb, metricGroup, metricResource, strconv.Itoa(rec.code)).Inc()
 	}()
-	if !s.authenticate(rec, r) {
+	authed := s.authenticate(rec, r)
+	if authed == nil {
 		return
 	}
+	r = authed
 	res, ok := s.cfg.Resources.Lookup(info.group, info.version, info.resource)
 	if !ok {
 		s.writeError(rec, r, apierrors.NewNotFound(schema.GroupResource{Group: info.group, Resource: info.resource}, ""))
