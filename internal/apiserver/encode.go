@@ -85,12 +85,23 @@ func (s *Server) writeObject(w http.ResponseWriter, code int, n negotiated, obj 
 		enc = n.info.PrettySerializer
 	}
 	var buf bytes.Buffer
+	mediaType := n.info.MediaType
 	if err := enc.Encode(obj, &buf); err != nil {
-		s.logger.Error("encoding response", "err", err)
-		http.Error(w, "encoding response failed", http.StatusInternalServerError)
-		return
+		// Some values JSON carries cannot be written as YAML (a control
+		// character echoed from a bad selector in a Status message): answer
+		// in JSON, which every client reads, rather than a bare 500.
+		jsonInfo, _ := s.serializerFor(runtime.ContentTypeJSON)
+		buf.Reset()
+		if mediaType == jsonInfo.MediaType || jsonInfo.Serializer.Encode(obj, &buf) != nil {
+			s.logger.Error("encoding response", "err", err)
+			w.Header().Set("Content-Type", runtime.ContentTypeJSON)
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Internal error occurred: encoding response failed","reason":"InternalError","code":500}`))
+			return
+		}
+		mediaType = jsonInfo.MediaType
 	}
-	w.Header().Set("Content-Type", n.info.MediaType)
+	w.Header().Set("Content-Type", mediaType)
 	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(code)
 	_, _ = w.Write(buf.Bytes())
