@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,6 +28,7 @@ type benchFlags struct {
 	serverPID      int
 	output         string
 	requestTimeout time.Duration
+	cpuProfile     string
 }
 
 func (f *benchFlags) register(cmd *cobra.Command) {
@@ -46,6 +49,30 @@ func (f *benchFlags) registerCommon(cmd *cobra.Command) {
 	fl.DurationVar(&f.duration, "duration", 30*time.Second, "length of the measured period, after setup")
 	fl.IntVar(&f.serverPID, "server-pid", 0, "PID of a local server process whose CPU time and peak RSS to report")
 	fl.StringVar(&f.output, "output", "text", "final result format: text or json")
+	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "write a pprof CPU profile of this load generator (not the server) to this file")
+}
+
+// profiled runs fn, under the CPU profiler when --cpu-profile is set: the
+// load generator shares the machine with the server in most measurements,
+// so its own cost is part of reading any throughput figure.
+func (f *benchFlags) profiled(fn func() error) error {
+	if f.cpuProfile == "" {
+		return fn()
+	}
+	out, err := os.Create(f.cpuProfile)
+	if err != nil {
+		return fmt.Errorf("creating CPU profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		_ = out.Close()
+		return fmt.Errorf("starting CPU profile: %w", err)
+	}
+	runErr := fn()
+	pprof.StopCPUProfile()
+	if err := out.Close(); err != nil && runErr == nil {
+		return fmt.Errorf("writing CPU profile: %w", err)
+	}
+	return runErr
 }
 
 // restConfig checks the output format and loads the server's REST config.
@@ -124,22 +151,26 @@ func newBenchMaxCmd() *cobra.Command {
 		Short: "Renew leases back to back with a fixed number of clients: peak throughput",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, clients, err := flags.config(cmd)
-			if err != nil {
-				return err
-			}
-			defer clients.Close()
-			cfg.Leases = leases
-			res, err := bench.RunMax(cmd.Context(), cfg, clients.Factory())
-			if err != nil {
-				return err
-			}
-			return flags.print(cmd, res)
+			return flags.profiled(func() error { return runBenchMax(cmd, &flags, leases) })
 		},
 	}
 	flags.register(cmd)
 	cmd.Flags().IntVar(&leases, "leases", 1000, "number of leases, partitioned among the clients")
 	return cmd
+}
+
+func runBenchMax(cmd *cobra.Command, flags *benchFlags, leases int) error {
+	cfg, clients, err := flags.config(cmd)
+	if err != nil {
+		return err
+	}
+	defer clients.Close()
+	cfg.Leases = leases
+	res, err := bench.RunMax(cmd.Context(), cfg, clients.Factory())
+	if err != nil {
+		return err
+	}
+	return flags.print(cmd, res)
 }
 
 func newBenchRateCmd() *cobra.Command {
@@ -153,17 +184,19 @@ func newBenchRateCmd() *cobra.Command {
 		Short: "Simulate nodes each renewing its lease once per interval: latency at a fixed load",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, clients, err := flags.config(cmd)
-			if err != nil {
-				return err
-			}
-			defer clients.Close()
-			cfg.Nodes, cfg.Interval = nodes, interval
-			res, err := bench.RunRate(cmd.Context(), cfg, clients.Factory())
-			if err != nil {
-				return err
-			}
-			return flags.print(cmd, res)
+			return flags.profiled(func() error {
+				cfg, clients, err := flags.config(cmd)
+				if err != nil {
+					return err
+				}
+				defer clients.Close()
+				cfg.Nodes, cfg.Interval = nodes, interval
+				res, err := bench.RunRate(cmd.Context(), cfg, clients.Factory())
+				if err != nil {
+					return err
+				}
+				return flags.print(cmd, res)
+			})
 		},
 	}
 	flags.register(cmd)
@@ -226,11 +259,13 @@ but not measured. Nodes are named bench-fleet-NNNNNN and labelled
 				Progress:                  cmd.ErrOrStderr(),
 				Logger:                    slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)),
 			}
-			res, err := bench.RunFleet(cmd.Context(), cfg, restCfg)
-			if err != nil {
-				return err
-			}
-			return flags.print(cmd, res)
+			return flags.profiled(func() error {
+				res, err := bench.RunFleet(cmd.Context(), cfg, restCfg)
+				if err != nil {
+					return err
+				}
+				return flags.print(cmd, res)
+			})
 		},
 	}
 	flags.registerCommon(cmd)
