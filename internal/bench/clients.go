@@ -22,23 +22,53 @@ const (
 	ContentTypeProtobuf = "protobuf"
 )
 
+// Client kinds accepted by NewClientsOfKind: how renewals are sent.
+const (
+	// ClientTyped renews through client-go's typed clientset, as kubelets do.
+	ClientTyped = "typed"
+	// ClientLean renews with hand-built requests over the same client-go
+	// transport, skipping client-go's per-request machinery so that less of
+	// a shared machine's CPU goes to the load generator (see lean.go).
+	ClientLean = "lean"
+)
+
 // Clients is a fixed set of clientsets, each on its own HTTP transport and
 // so its own connection: client-go otherwise shares one transport (and one
 // HTTP/2 connection) among every client built from equal TLS settings, which
 // would funnel the whole benchmark through one TCP stream and one server-side
 // reader. Close closes every connection they dialed.
 type Clients struct {
-	sets  []kubernetes.Interface
+	sets []kubernetes.Interface
+	// lean holds, for lean clients, each connection's lean client (sharing
+	// the transport of sets[i]); nil for typed clients.
+	lean  []*leanConn
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
 }
 
-// NewClients builds connections clientsets from base (not modified) speaking
-// contentType. Client-side rate limiting is switched off so that only the
-// server limits throughput.
+// NewClients builds connections typed clientsets from base (not modified)
+// speaking contentType. Client-side rate limiting is switched off so that
+// only the server limits throughput.
 func NewClients(base *rest.Config, contentType string, connections int) (*Clients, error) {
+	return NewClientsOfKind(base, ClientTyped, contentType, connections)
+}
+
+// NewClientsOfKind is NewClients with the kind of client that renews:
+// ClientTyped or ClientLean. Lean clients still use a typed clientset on the
+// same connection for everything but renewals (setup, lists).
+func NewClientsOfKind(base *rest.Config, kind, contentType string, connections int) (*Clients, error) {
 	if connections <= 0 {
 		return nil, fmt.Errorf("connections must be positive, got %d", connections)
+	}
+	if kind != ClientTyped && kind != ClientLean {
+		return nil, fmt.Errorf("client kind %q: want %q or %q", kind, ClientTyped, ClientLean)
+	}
+	var urls *leaseURLs
+	if kind == ClientLean {
+		var err error
+		if urls, err = newLeaseURLs(base); err != nil {
+			return nil, err
+		}
 	}
 	c := &Clients{conns: map[net.Conn]struct{}{}}
 	for i := range connections {
@@ -54,13 +84,40 @@ func NewClients(base *rest.Config, contentType string, connections int) (*Client
 		// every connection.
 		dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 		cfg.Dial = c.trackingDial(dialer)
-		set, err := kubernetes.NewForConfig(cfg)
+		if kind == ClientTyped {
+			set, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				return nil, fmt.Errorf("building clientset %d: %w", i, err)
+			}
+			c.sets = append(c.sets, set)
+			continue
+		}
+		set, conn, err := newLeanPair(cfg, contentType, urls)
 		if err != nil {
-			return nil, fmt.Errorf("building clientset %d: %w", i, err)
+			return nil, fmt.Errorf("building lean client %d: %w", i, err)
 		}
 		c.sets = append(c.sets, set)
+		c.lean = append(c.lean, conn)
 	}
 	return c, nil
+}
+
+// newLeanPair builds one connection's HTTP client from cfg and both clients
+// on it: the typed clientset and the lean one.
+func newLeanPair(cfg *rest.Config, contentType string, urls *leaseURLs) (kubernetes.Interface, *leanConn, error) {
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("building HTTP client: %w", err)
+	}
+	set, err := kubernetes.NewForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return nil, nil, fmt.Errorf("building clientset: %w", err)
+	}
+	conn, err := newLeanConn(cfg, httpClient, contentType, urls)
+	if err != nil {
+		return nil, nil, err
+	}
+	return set, conn, nil
 }
 
 // setContentType makes cfg send and prefer the named encoding.
@@ -107,13 +164,19 @@ func (t *trackedConn) Close() error {
 	return t.Conn.Close()
 }
 
-// Factory hands worker i clientset i mod the number of connections.
+// Factory hands worker i clientset i mod the number of connections. For
+// lean clients that clientset also renews through the lean client on its
+// connection.
 func (c *Clients) Factory() ClientFactory {
 	return func(worker int) (kubernetes.Interface, error) {
 		if worker < 0 {
 			return nil, fmt.Errorf("worker %d: must not be negative", worker)
 		}
-		return c.sets[worker%len(c.sets)], nil
+		i := worker % len(c.sets)
+		if c.lean != nil {
+			return &leanClientset{Interface: c.sets[i], conn: c.lean[i]}, nil
+		}
+		return c.sets[i], nil
 	}
 }
 

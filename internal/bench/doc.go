@@ -14,6 +14,12 @@
 // every second, and a final Result. A workload whose Setup starts work that
 // outlives it (the fleet's agents) implements Closer, and Run closes it.
 //
+// Renewals go through leaseAPI, implemented by client-go's typed clientset
+// (the default, as kubelets renew) and by the lean client (lean.go: requests
+// built by hand over client-go's transport and serializers), which leaves
+// more of a shared machine's CPU to the server; both report server errors as
+// apierrors values, so conflicts and deletions are handled alike.
+//
 // Invariants: each lease is owned by exactly one goroutine at a time, so its
 // cached object never races; latency is recorded only for successful
 // operations and every failed one is counted under exactly one error kind;

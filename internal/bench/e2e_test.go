@@ -9,6 +9,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -32,10 +33,17 @@ func serverConfig(t *testing.T) *rest.Config {
 	return cfg
 }
 
-// newTestClients builds clients and closes their connections when the test ends.
+// newTestClients builds typed clients and closes their connections when the test ends.
 func newTestClients(t *testing.T, contentType string) *Clients {
 	t.Helper()
-	clients, err := NewClients(serverConfig(t), contentType, 2)
+	return newTestClientsOfKind(t, ClientTyped, contentType)
+}
+
+// newTestClientsOfKind builds clients of kind and closes their connections
+// when the test ends.
+func newTestClientsOfKind(t *testing.T, kind, contentType string) *Clients {
+	t.Helper()
+	clients, err := NewClientsOfKind(serverConfig(t), kind, contentType, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,10 +56,18 @@ func testNamespace(what string) string {
 }
 
 func TestE2EMaxRenewsEveryLease(t *testing.T) {
-	for _, ct := range []string{ContentTypeJSON, ContentTypeProtobuf} {
-		t.Run(ct, func(t *testing.T) {
-			clients := newTestClients(t, ct)
-			cfg := Config{Namespace: testNamespace("max-" + ct), Clients: 4, Leases: 10, Duration: 1500 * time.Millisecond}
+	for _, tc := range []struct {
+		kind, ct string
+		run      time.Duration
+	}{
+		{ClientTyped, ContentTypeJSON, 1500 * time.Millisecond},
+		{ClientTyped, ContentTypeProtobuf, 1500 * time.Millisecond},
+		{ClientLean, ContentTypeJSON, time.Second},
+		{ClientLean, ContentTypeProtobuf, time.Second},
+	} {
+		t.Run(tc.kind+"-"+tc.ct, func(t *testing.T) {
+			clients := newTestClientsOfKind(t, tc.kind, tc.ct)
+			cfg := Config{Namespace: testNamespace("max-" + tc.kind + "-" + tc.ct), Clients: 4, Leases: 10, Duration: tc.run}
 			before := time.Now()
 			res, err := RunMax(context.Background(), cfg, clients.Factory())
 			if err != nil {
@@ -98,25 +114,42 @@ func TestE2ERateKeepsTheSchedule(t *testing.T) {
 	}
 }
 
-// renewOne sets up one lease and returns what renewing it needs.
-func renewOne(t *testing.T) (*renewer, *leaseSlot, *Clients) {
+// renewOne sets up one lease and returns what renewing it needs: the
+// renewer, the lease's slot, the Lease API of a client of kind that renews
+// it, and a typed clientset to play other writers with.
+func renewOne(t *testing.T, kind string) (*renewer, *leaseSlot, leaseAPI, kubernetes.Interface) {
 	t.Helper()
-	clients := newTestClients(t, ContentTypeProtobuf)
-	cfg := Config{Namespace: testNamespace("one"), Clients: 1}.withDefaults()
+	clients := newTestClientsOfKind(t, kind, ContentTypeProtobuf)
+	cfg := Config{Namespace: testNamespace("one-" + kind), Clients: 1}.withDefaults()
 	client, _ := clients.Factory()(0)
 	if err := ensureNamespace(context.Background(), client, cfg.Namespace, cfg.RequestTimeout); err != nil {
 		t.Fatal(err)
 	}
 	slot := &leaseSlot{name: "n1", holder: "n1"}
-	if err := ensureLeases(context.Background(), cfg, clients.sets[:1], []*leaseSlot{slot}); err != nil {
+	if err := ensureLeases(context.Background(), cfg, []kubernetes.Interface{client}, []*leaseSlot{slot}); err != nil {
 		t.Fatal(err)
 	}
-	return &renewer{cfg: cfg, rec: NewRecorder()}, slot, clients
+	leases := leaseAPIFor(client, cfg.Namespace)
+	_, lean := leases.(*leanLeases)
+	if lean != (kind == ClientLean) {
+		t.Fatalf("%s clients renew through %T", kind, leases)
+	}
+	return &renewer{cfg: cfg, rec: NewRecorder()}, slot, leases, clients.sets[0]
+}
+
+// forEachKind runs test once per client kind.
+func forEachKind(t *testing.T, test func(t *testing.T, kind string)) {
+	for _, kind := range []string{ClientTyped, ClientLean} {
+		t.Run(kind, func(t *testing.T) { test(t, kind) })
+	}
 }
 
 func TestE2EConflictIsCountedAndRecovered(t *testing.T) {
-	r, slot, clients := renewOne(t)
-	client, _ := clients.Factory()(0)
+	forEachKind(t, testConflictIsCountedAndRecovered)
+}
+
+func testConflictIsCountedAndRecovered(t *testing.T, kind string) {
+	r, slot, leases, client := renewOne(t, kind)
 	ctx := context.Background()
 	// Another writer renews the lease, so the cached resourceVersion is stale.
 	other := slot.lease.DeepCopy()
@@ -125,7 +158,7 @@ func TestE2EConflictIsCountedAndRecovered(t *testing.T) {
 		t.Fatal(err)
 	}
 	stale := slot.lease.ResourceVersion
-	if !r.renew(ctx, client, slot) {
+	if !r.renew(ctx, leases, slot) {
 		t.Fatal("renewal after a conflict failed")
 	}
 	tot := r.rec.Totals()
@@ -138,14 +171,17 @@ func TestE2EConflictIsCountedAndRecovered(t *testing.T) {
 }
 
 func TestE2EDeletedLeaseIsRecreated(t *testing.T) {
-	r, slot, clients := renewOne(t)
-	client, _ := clients.Factory()(0)
+	forEachKind(t, testDeletedLeaseIsRecreated)
+}
+
+func testDeletedLeaseIsRecreated(t *testing.T, kind string) {
+	r, slot, leases, client := renewOne(t, kind)
 	ctx := context.Background()
 	if err := client.CoordinationV1().Leases(r.cfg.Namespace).Delete(ctx, slot.name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	oldUID := slot.lease.UID
-	if !r.renew(ctx, client, slot) {
+	if !r.renew(ctx, leases, slot) {
 		t.Fatal("renewal of a deleted lease failed")
 	}
 	// Kubernetes answers an update of a deleted object that still carries its

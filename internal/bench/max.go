@@ -80,13 +80,14 @@ func (m *MaxWorkload) Run(ctx context.Context, stop <-chan struct{}, rec *Record
 		for i := c; i < len(m.slots); i += len(m.clients) {
 			own = append(own, m.slots[i])
 		}
-		wg.Go(func() { m.client(ctx, stop, r, client, own) })
+		leases := leaseAPIFor(client, m.cfg.Namespace)
+		wg.Go(func() { m.client(ctx, stop, r, leases, own) })
 	}
 	wg.Wait()
 	return nil
 }
 
-func (m *MaxWorkload) client(ctx context.Context, stop <-chan struct{}, r *renewer, client kubernetes.Interface, own []*leaseSlot) {
+func (m *MaxWorkload) client(ctx context.Context, stop <-chan struct{}, r *renewer, leases leaseAPI, own []*leaseSlot) {
 	backoff := time.NewTimer(0)
 	defer backoff.Stop()
 	<-backoff.C
@@ -98,7 +99,7 @@ func (m *MaxWorkload) client(ctx context.Context, stop <-chan struct{}, r *renew
 			return
 		default:
 		}
-		if r.renew(ctx, client, own[i]) {
+		if r.renew(ctx, leases, own[i]) {
 			continue
 		}
 		backoff.Reset(failureBackoff)

@@ -83,6 +83,7 @@ func (w *RateWorkload) Run(ctx context.Context, stop <-chan struct{}, rec *Recor
 	work := make(chan dueRenewal, len(w.clients))
 	var wg sync.WaitGroup
 	for _, client := range w.clients {
+		leases := leaseAPIFor(client, w.cfg.Namespace)
 		wg.Go(func() {
 			for d := range work {
 				rec.ScheduleLag(time.Since(d.due))
@@ -90,7 +91,7 @@ func (w *RateWorkload) Run(ctx context.Context, stop <-chan struct{}, rec *Recor
 					rec.Failure(KindOverrun)
 					continue
 				}
-				r.renew(ctx, client, d.slot)
+				r.renew(ctx, leases, d.slot)
 				d.slot.busy.Store(false)
 			}
 		})

@@ -7,7 +7,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 )
 
 // maxRenewAttempts bounds the updates one renewal makes when it keeps
@@ -28,10 +27,10 @@ type renewer struct {
 // so that a caller renewing back to back can back off instead of spinning
 // against a server that is down. Errors seen after ctx is cancelled are not
 // the server's and are not counted.
-func (r *renewer) renew(ctx context.Context, client kubernetes.Interface, slot *leaseSlot) bool {
+func (r *renewer) renew(ctx context.Context, leases leaseAPI, slot *leaseSlot) bool {
 	for range maxRenewAttempts {
 		slot.lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
-		err := r.update(ctx, client, slot)
+		err := r.update(ctx, leases, slot)
 		if err == nil {
 			return true
 		}
@@ -42,7 +41,7 @@ func (r *renewer) renew(ctx context.Context, client kubernetes.Interface, slot *
 		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
 			return false
 		}
-		if err := r.refresh(ctx, client, slot); err != nil {
+		if err := r.refresh(ctx, leases, slot); err != nil {
 			if ctx.Err() == nil {
 				r.failed(slot, "refresh", err)
 			}
@@ -53,11 +52,11 @@ func (r *renewer) renew(ctx context.Context, client kubernetes.Interface, slot *
 }
 
 // update sends one update and records its latency when it succeeds.
-func (r *renewer) update(ctx context.Context, client kubernetes.Interface, slot *leaseSlot) error {
+func (r *renewer) update(ctx context.Context, leases leaseAPI, slot *leaseSlot) error {
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.RequestTimeout)
 	defer cancel()
 	start := time.Now()
-	out, err := client.CoordinationV1().Leases(r.cfg.Namespace).Update(rctx, slot.lease, metav1.UpdateOptions{})
+	out, err := leases.Update(rctx, slot.lease)
 	took := time.Since(start)
 	if err != nil {
 		return err
@@ -69,13 +68,12 @@ func (r *renewer) update(ctx context.Context, client kubernetes.Interface, slot 
 
 // refresh replaces the slot's cached lease with the server's, recreating the
 // lease if it has been deleted.
-func (r *renewer) refresh(ctx context.Context, client kubernetes.Interface, slot *leaseSlot) error {
+func (r *renewer) refresh(ctx context.Context, leases leaseAPI, slot *leaseSlot) error {
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.RequestTimeout)
 	defer cancel()
-	leases := client.CoordinationV1().Leases(r.cfg.Namespace)
-	current, err := leases.Get(rctx, slot.name, metav1.GetOptions{})
+	current, err := leases.Get(rctx, slot.name)
 	if apierrors.IsNotFound(err) {
-		current, err = leases.Create(rctx, newLease(r.cfg.Namespace, slot.name, slot.holder, r.cfg.LeaseDurationSeconds, time.Now()), metav1.CreateOptions{})
+		current, err = leases.Create(rctx, newLease(r.cfg.Namespace, slot.name, slot.holder, r.cfg.LeaseDurationSeconds, time.Now()))
 	}
 	if err != nil {
 		return fmt.Errorf("refreshing lease %s/%s: %w", r.cfg.Namespace, slot.name, err)
