@@ -105,6 +105,14 @@ func NewClientsOfKind(base *rest.Config, kind, contentType string, connections i
 // newLeanPair builds one connection's HTTP client from cfg and both clients
 // on it: the typed clientset and the lean one.
 func newLeanPair(cfg *rest.Config, contentType string, urls *leaseURLs) (kubernetes.Interface, *leanConn, error) {
+	// The transport sets the User-Agent only when the config names one; left
+	// empty, setup's creates would go out as Go-http-client and the lean
+	// renewals as the binary's name: two field managers on every lease,
+	// which takes the server off its single-manager renewal fast path and
+	// measures something no kubelet does.
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("building HTTP client: %w", err)

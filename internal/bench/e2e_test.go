@@ -90,6 +90,11 @@ func TestE2EMaxRenewsEveryLease(t *testing.T) {
 				if l.Spec.RenewTime == nil || !l.Spec.RenewTime.After(before) || l.Spec.HolderIdentity == nil {
 					t.Errorf("lease %s not renewed during the run: %+v", l.Name, l.Spec)
 				}
+				// Setup and renewals speak as one field manager, as a
+				// kubelet does; two would measure the server's slow path.
+				if len(l.ManagedFields) != 1 {
+					t.Errorf("lease %s has %d managedFields entries, want 1: %+v", l.Name, len(l.ManagedFields), l.ManagedFields)
+				}
 			}
 		})
 	}
