@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"bytes"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -25,11 +24,11 @@ func newStorageCodec(scheme *runtime.Scheme) (runtime.Encoder, runtime.Decoder) 
 
 // encodeForStorage serializes obj, which must carry its TypeMeta.
 func (s *Server) encodeForStorage(obj runtime.Object) ([]byte, error) {
-	var buf bytes.Buffer
-	if err := s.storageEnc.Encode(obj, &buf); err != nil {
+	var out singleWriteCapture
+	if err := s.storageEnc.Encode(obj, &out); err != nil {
 		return nil, fmt.Errorf("encoding object for storage: %w", err)
 	}
-	return buf.Bytes(), nil
+	return out.data, nil
 }
 
 // DecodeStored turns stored bytes into a typed object with TypeMeta and
@@ -84,15 +83,16 @@ func (s *Server) writeObject(w http.ResponseWriter, code int, n negotiated, obj 
 	if n.pretty && n.info.PrettySerializer != nil {
 		enc = n.info.PrettySerializer
 	}
-	var buf bytes.Buffer
+	buf := s.encodeBufs.get()
+	defer s.encodeBufs.put(buf)
 	mediaType := n.info.MediaType
-	if err := enc.Encode(obj, &buf); err != nil {
+	if err := buf.encode(enc, obj); err != nil {
 		// Some values JSON carries cannot be written as YAML (a control
 		// character echoed from a bad selector in a Status message): answer
 		// in JSON, which every client reads, rather than a bare 500.
 		jsonInfo, _ := s.serializerFor(runtime.ContentTypeJSON)
-		buf.Reset()
-		if mediaType == jsonInfo.MediaType || jsonInfo.Serializer.Encode(obj, &buf) != nil {
+		buf.out.Reset()
+		if mediaType == jsonInfo.MediaType || jsonInfo.Serializer.Encode(obj, &buf.out) != nil {
 			s.logger.Error("encoding response", "err", err)
 			w.Header().Set("Content-Type", runtime.ContentTypeJSON)
 			w.WriteHeader(http.StatusInternalServerError)
@@ -102,9 +102,11 @@ func (s *Server) writeObject(w http.ResponseWriter, code int, n negotiated, obj 
 		mediaType = jsonInfo.MediaType
 	}
 	w.Header().Set("Content-Type", mediaType)
-	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.Header().Set("Content-Length", strconv.Itoa(buf.out.Len()))
 	w.WriteHeader(code)
-	_, _ = w.Write(buf.Bytes())
+	// The response writer copies what it is given, so the buffer can go
+	// back to the pool when this returns.
+	_, _ = w.Write(buf.out.Bytes())
 }
 
 var (

@@ -71,8 +71,10 @@ type Server struct {
 	// fieldSets and accepts memoize per-request parsing that repeats.
 	fieldSets *boundedCache[*fieldpath.Set]
 	accepts   *boundedCache[[]acceptItem]
-	logger    *slog.Logger
-	now       func() time.Time
+	// encodeBufs recycles response encoding memory.
+	encodeBufs encodeBuffers
+	logger     *slog.Logger
+	now        func() time.Time
 }
 
 // New builds a Server.
