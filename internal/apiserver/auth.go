@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"context"
 	"net/http"
 )
 
@@ -41,17 +40,4 @@ func (as Authenticators) Authenticate(r *http.Request) (User, bool) {
 		}
 	}
 	return User{}, false
-}
-
-type userKey struct{}
-
-// withUser returns ctx carrying u.
-func withUser(ctx context.Context, u User) context.Context {
-	return context.WithValue(ctx, userKey{}, u)
-}
-
-// UserFrom returns the authenticated caller of a request's context.
-func UserFrom(ctx context.Context) (User, bool) {
-	u, ok := ctx.Value(userKey{}).(User)
-	return u, ok
 }

@@ -129,7 +129,7 @@ func newFuzzServer(tb testing.TB) *fuzzServer {
 	if err != nil {
 		tb.Fatalf("apiserver: %v", err)
 	}
-	loopback, err := kubernetes.NewForConfig(api.LoopbackConfig(apiserver.User{Name: "system:apiserver", Groups: []string{"system:masters"}}))
+	loopback, err := kubernetes.NewForConfig(api.LoopbackConfig())
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -9,21 +9,20 @@ import (
 )
 
 // LoopbackConfig returns a client-go config whose requests are served in
-// process as user, through the same request path external clients use but
-// without TLS or sockets. In-process controllers write through it; they read
+// process, through the same request path external clients use but without
+// TLS or sockets; they are trusted as the server itself. In-process controllers write through it; they read
 // from the watch cache directly, so the transport does not need to stream.
-func (s *Server) LoopbackConfig(u User) *rest.Config {
+func (s *Server) LoopbackConfig() *rest.Config {
 	return &rest.Config{
 		Host:      "http://leasehold.loopback",
-		Transport: loopback{s: s, user: u},
+		Transport: loopback{s: s},
 		QPS:       -1,
 		UserAgent: "leasehold-loopback",
 	}
 }
 
 type loopback struct {
-	s    *Server
-	user User
+	s *Server
 }
 
 // loopbackKey marks a request that came through the loopback transport;
@@ -32,7 +31,7 @@ type loopbackKey struct{}
 
 // RoundTrip implements http.RoundTripper.
 func (l loopback) RoundTrip(req *http.Request) (*http.Response, error) {
-	ctx := context.WithValue(withUser(req.Context(), l.user), loopbackKey{}, true)
+	ctx := context.WithValue(req.Context(), loopbackKey{}, true)
 	req = req.WithContext(ctx)
 	rec := httptest.NewRecorder()
 	l.s.ServeHTTP(rec, req)

@@ -124,7 +124,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := cache.WaitReady(ctx); err != nil {
 		return fmt.Errorf("waiting for the watch cache: %w", err)
 	}
-	loopback, err := kubernetes.NewForConfig(api.LoopbackConfig(apiserver.User{Name: "system:apiserver", Groups: []string{"system:masters"}}))
+	loopback, err := kubernetes.NewForConfig(api.LoopbackConfig())
 	if err != nil {
 		return fmt.Errorf("loopback client: %w", err)
 	}
