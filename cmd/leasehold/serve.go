@@ -26,7 +26,10 @@ With no flags it listens on https://127.0.0.1:6443, keeps its data in
 ./leasehold-data, generates a CA and serving certificate there on first
 start, and writes leasehold-data/admin.kubeconfig (group system:masters), so
 that KUBECONFIG=leasehold-data/admin.kubeconfig kubectl get leases -A works.
-SIGTERM finishes in-flight writes, ends watches and exits 0.`,
+SIGTERM finishes in-flight writes, ends watches and exits 0.
+
+Unless GOGC is set, the Go garbage collector runs at GOGC=200: less CPU per
+request for about one more watch cache's worth of memory.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var level slog.Level
@@ -37,6 +40,7 @@ SIGTERM finishes in-flight writes, ends watches and exits 0.`,
 				return &exitError{code: 2, err: err}
 			}
 			cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			applyGCDefaults(cfg.Logger)
 			return server.Run(cmd.Context(), cfg)
 		},
 	}
