@@ -69,8 +69,7 @@ func (c *Controller) monitor(ctx context.Context) {
 	c.classify(nodes)
 
 	zoneConds := map[string][]*corev1.NodeCondition{}
-	for _, shared := range nodes {
-		n := shared.DeepCopy()
+	for _, n := range nodes {
 		observed, current, err := c.updateHealthWithRetry(ctx, n)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -85,7 +84,7 @@ func (c *Controller) monitor(ctx context.Context) {
 		if current == nil {
 			continue
 		}
-		c.taintForReadiness(ctx, shared, observed.Status)
+		c.taintForReadiness(ctx, n, observed.Status)
 		if current.Status != corev1.ConditionTrue && observed.Status == corev1.ConditionTrue {
 			c.log.Info("node is not ready", "node", n.Name, "status", string(current.Status))
 			c.cluster.event(n, "NodeNotReady", "Node %s status is now: %s", n.Name, "NodeNotReady")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -209,5 +210,25 @@ func TestStatusConflictIsRetriedWithFreshNode(t *testing.T) {
 	wantCondition(t, got, corev1.NodeReady, corev1.ConditionUnknown, reasonUnknown, messageUnknown)
 	if got.Labels["touched"] != "yes" {
 		t.Error("retry overwrote the concurrent write")
+	}
+}
+
+// The controller reads nodes straight from the watch cache, whose objects
+// every reader shares: marking a silent node Unknown must change a copy that
+// goes to the server, never the object the pass was given.
+func TestMonitorNeverChangesTheNodesItReads(t *testing.T) {
+	ctx := context.Background()
+	m := newMemCluster(t, t0)
+	m.addNode("n1", "", corev1.ConditionTrue)
+	m.renew("n1", t0)
+	c := m.controller(Config{})
+	c.monitor(ctx)
+
+	read := m.get("n1")
+	before := read.DeepCopy()
+	step(ctx, m, c, 51*time.Second)
+	wantCondition(t, m.get("n1"), corev1.NodeReady, corev1.ConditionUnknown, reasonUnknown, messageUnknown)
+	if !equality.Semantic.DeepEqual(read, before) {
+		t.Fatalf("the node object the pass read was changed:\nbefore %+v\nafter  %+v", before.Status, read.Status)
 	}
 }
