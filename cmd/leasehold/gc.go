@@ -8,11 +8,13 @@ import (
 
 // serveGCPercent is the garbage collector's target for serve when GOGC is
 // not set. The server's live heap is mostly the watch cache (a window of
-// recent objects), and every request allocates short-lived garbage against
-// it: at Go's default of 100, collection took about a tenth of the server's
-// CPU under load. 200 trades roughly one more live heap of memory (peak RSS
-// 370 -> 470 MiB in bench max) for about 7% less CPU per renewal (114-123
-// -> 107-115 CPU-ms per 1000 in `leasehold bench max --client lean`).
+// recent objects) and the store's index, and every request allocates
+// short-lived garbage against it. In CPU profiles of leasehold bench max the
+// GC's mark workers fell from 7.3% of the server's samples at Go's default of
+// 100 to 4.4% at 200; the price is about one more live heap of memory (peak
+// RSS about 300 -> 420 MiB there). Whole-run throughput and CPU per renewal
+// vary by more than that from run to run on a shared 2-core VM, so the gain
+// is read from the profiles, not from those totals.
 const serveGCPercent = 200
 
 // applyGCDefaults sets serve's GC target unless the operator chose one
