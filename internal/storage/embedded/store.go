@@ -74,6 +74,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	db, err := pebble.Open(dir, &pebble.Options{
 		Logger:             pebbleLogger{log: opts.Logger},
 		FormatMajorVersion: pebble.FormatNewest,
+		EventListener:      (&stallLog{log: opts.Logger}).listener(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open pebble in %s: %w", dir, err)
