@@ -61,6 +61,7 @@ func TestMetrics(t *testing.T) {
 	}
 	for _, want := range []string{
 		`leasehold_storage_commit_duration_seconds_count`,
+		`leasehold_storage_commit_sync_wait_seconds_count`,
 		`leasehold_storage_commit_batch_size_bucket`,
 		`process_resident_memory_bytes`,
 		`leasehold_nodelifecycle_monitor_pass_duration_seconds_count`,

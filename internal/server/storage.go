@@ -34,8 +34,9 @@ func openStorage(ctx context.Context, cfg Config, metrics *storageMetrics) (stor
 		return s, nil
 	}
 	s, err := embedded.Open(filepath.Join(cfg.DataDir, "db"), embedded.Options{
-		Logger:   log,
-		OnCommit: metrics.observeCommit,
+		Logger:     log,
+		OnCommit:   metrics.observeCommit,
+		OnSyncWait: metrics.observeSyncWait,
 		Compaction: embedded.CompactionPolicy{
 			Interval: time.Minute, KeepFor: cfg.HistoryRetention, KeepRevisions: int64(cfg.WatchCacheWindow),
 		},

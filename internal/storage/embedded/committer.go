@@ -174,6 +174,9 @@ func (c *committer) commit(reqs []*writeReq) {
 		if err == nil {
 			err = b.Commit(pebble.Sync)
 		}
+		if err == nil {
+			c.observeCommit(b.CommitStats())
+		}
 		if err != nil {
 			c.fail(reqs, fmt.Errorf("commit batch of %d writes: %w", len(c.events), err))
 			return
@@ -193,6 +196,26 @@ func (c *committer) commit(reqs []*writeReq) {
 	for i, req := range reqs {
 		req.done <- c.results[i]
 	}
+}
+
+// slowCommit is the commit time past which the committer logs where the
+// time went: every writer waits behind a slow commit.
+const slowCommit = 100 * time.Millisecond
+
+// observeCommit reports the WAL sync wait of a committed batch and logs the
+// breakdown of a slow one, so that a latency tail can be traced to the
+// fsync, a memtable or L0 write stall, a WAL rotation or pebble's queues.
+func (c *committer) observeCommit(st pebble.BatchCommitStats) {
+	if c.s.opts.OnSyncWait != nil {
+		c.s.opts.OnSyncWait(st.CommitWaitDuration)
+	}
+	if st.TotalDuration < slowCommit {
+		return
+	}
+	c.s.opts.Logger.Warn("slow group commit", "total", st.TotalDuration.String(),
+		"syncWait", st.CommitWaitDuration.String(), "walQueueWait", st.WALQueueWaitDuration.String(),
+		"semaphoreWait", st.SemaphoreWaitDuration.String(), "memtableStall", st.MemTableWriteStallDuration.String(),
+		"l0Stall", st.L0ReadAmpWriteStallDuration.String(), "walRotation", st.WALRotationDuration.String())
 }
 
 // fail answers every request that would have been written with err and

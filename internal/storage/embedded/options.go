@@ -20,6 +20,11 @@ type Options struct {
 	// to the end of its fsync. It runs on the write path: keep it cheap
 	// (update a metric, nothing more).
 	OnCommit func(batchSize int, d time.Duration)
+	// OnSyncWait, if set, is called by the committer for every batch it
+	// writes with how long pebble waited for the batch's WAL fsync (its
+	// CommitWaitDuration); OnCommit's duration minus this one is the rest of
+	// the commit. It runs on the write path like OnCommit.
+	OnSyncWait func(d time.Duration)
 	// OnCompact, if set, is called after every successful compaction.
 	OnCompact func(revision int64, d time.Duration)
 	// MaxBatch caps the writes committed in one batch (default 1024).

@@ -248,14 +248,14 @@ func TestCompactionTarget(t *testing.T) {
 
 func TestGroupCommitSharesFsync(t *testing.T) {
 	ctx := testCtx(t)
-	var batches, writes, biggest atomic.Int64
+	var batches, writes, biggest, syncWaits atomic.Int64
 	s := openTest(t, Options{OnCommit: func(n int, _ time.Duration) {
 		batches.Add(1)
 		writes.Add(int64(n))
 		if int64(n) > biggest.Load() {
 			biggest.Store(int64(n))
 		}
-	}})
+	}, OnSyncWait: func(time.Duration) { syncWaits.Add(1) }})
 	const workers, each = 64, 10
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -273,6 +273,9 @@ func TestGroupCommitSharesFsync(t *testing.T) {
 	wg.Wait()
 	if writes.Load() != workers*each {
 		t.Fatalf("OnCommit saw %d writes, want %d", writes.Load(), workers*each)
+	}
+	if syncWaits.Load() != batches.Load() {
+		t.Fatalf("%d sync waits reported for %d batches, want one each", syncWaits.Load(), batches.Load())
 	}
 	if biggest.Load() < 2 {
 		t.Fatalf("64 concurrent writers never shared a batch (%d batches)", batches.Load())
