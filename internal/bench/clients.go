@@ -92,7 +92,7 @@ func NewClientsOfKind(base *rest.Config, kind, contentType string, connections i
 			c.sets = append(c.sets, set)
 			continue
 		}
-		set, conn, err := newLeanPair(cfg, contentType, urls)
+		set, conn, err := newLeanPair(cfg, urls)
 		if err != nil {
 			return nil, fmt.Errorf("building lean client %d: %w", i, err)
 		}
@@ -104,7 +104,7 @@ func NewClientsOfKind(base *rest.Config, kind, contentType string, connections i
 
 // newLeanPair builds one connection's HTTP client from cfg and both clients
 // on it: the typed clientset and the lean one.
-func newLeanPair(cfg *rest.Config, contentType string, urls *leaseURLs) (kubernetes.Interface, *leanConn, error) {
+func newLeanPair(cfg *rest.Config, urls *leaseURLs) (kubernetes.Interface, *leanConn, error) {
 	// The transport sets the User-Agent only when the config names one; left
 	// empty, setup's creates would go out as Go-http-client and the lean
 	// renewals as the binary's name: two field managers on every lease,
@@ -121,7 +121,7 @@ func newLeanPair(cfg *rest.Config, contentType string, urls *leaseURLs) (kuberne
 	if err != nil {
 		return nil, nil, fmt.Errorf("building clientset: %w", err)
 	}
-	conn, err := newLeanConn(cfg, httpClient, contentType, urls)
+	conn, err := newLeanConn(cfg, httpClient, urls)
 	if err != nil {
 		return nil, nil, err
 	}

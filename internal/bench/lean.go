@@ -40,24 +40,17 @@ type leanConn struct {
 }
 
 // newLeanConn wraps httpClient, which must carry cfg's TLS settings and
-// authentication (rest.HTTPClientFor(cfg)), to send contentType.
-func newLeanConn(cfg *rest.Config, httpClient *http.Client, contentType string, urls *leaseURLs) (*leanConn, error) {
-	mediaType := runtime.ContentTypeJSON
-	switch contentType {
-	case ContentTypeJSON, "":
-	case ContentTypeProtobuf:
-		mediaType = runtime.ContentTypeProtobuf
-	default:
-		return nil, fmt.Errorf("content type %q: want %q or %q", contentType, ContentTypeJSON, ContentTypeProtobuf)
+// authentication (rest.HTTPClientFor(cfg)), to send cfg.ContentType (as
+// setContentType leaves it) as cfg.UserAgent (as newLeanPair leaves it).
+func newLeanConn(cfg *rest.Config, httpClient *http.Client, urls *leaseURLs) (*leanConn, error) {
+	mediaType := cfg.ContentType
+	if mediaType == "" {
+		mediaType = runtime.ContentTypeJSON
 	}
 	infos := scheme.Codecs.SupportedMediaTypes()
 	info, ok := runtime.SerializerInfoForMediaType(infos, mediaType)
 	if !ok {
 		return nil, fmt.Errorf("client-go's scheme has no serializer for %s", mediaType)
-	}
-	userAgent := cfg.UserAgent
-	if userAgent == "" {
-		userAgent = rest.DefaultKubernetesUserAgent()
 	}
 	return &leanConn{
 		http:      httpClient,
@@ -65,7 +58,7 @@ func newLeanConn(cfg *rest.Config, httpClient *http.Client, contentType string, 
 		encoder:   info.Serializer,
 		infos:     infos,
 		decoder:   info.Serializer,
-		userAgent: userAgent,
+		userAgent: cfg.UserAgent,
 		urls:      urls,
 	}, nil
 }

@@ -17,11 +17,14 @@ import (
 func offlineLeanLeases(t *testing.T, contentType string) *leanLeases {
 	t.Helper()
 	cfg := &rest.Config{Host: "https://127.0.0.1:1/prefix"}
+	if err := setContentType(cfg, contentType); err != nil {
+		t.Fatal(err)
+	}
 	urls, err := newLeaseURLs(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := newLeanConn(cfg, nil, contentType, urls)
+	conn, err := newLeanConn(cfg, nil, urls)
 	if err != nil {
 		t.Fatal(err)
 	}
