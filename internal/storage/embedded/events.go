@@ -21,24 +21,24 @@ type stallLog struct {
 func (s *stallLog) listener() *pebble.EventListener {
 	return &pebble.EventListener{
 		BackgroundError: func(err error) {
-			s.log.Error("pebble background error", "component", "pebble", "err", err)
+			s.log.Error("pebble background error", "err", err)
 		},
 		DiskSlow: func(info pebble.DiskSlowInfo) {
-			s.log.Warn("slow disk operation", "component", "pebble", "path", info.Path,
+			s.log.Warn("slow disk operation", "path", info.Path,
 				"op", info.OpType.String(), "duration", info.Duration.String())
 		},
 		WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
 			s.mu.Lock()
 			s.since = time.Now()
 			s.mu.Unlock()
-			s.log.Warn("write stall: writes wait for pebble", "component", "pebble", "reason", info.Reason)
+			s.log.Warn("write stall: writes wait for pebble", "reason", info.Reason)
 		},
 		WriteStallEnd: func() {
 			s.mu.Lock()
 			d := time.Since(s.since)
 			s.since = time.Time{}
 			s.mu.Unlock()
-			s.log.Warn("write stall ended", "component", "pebble", "duration", d.String())
+			s.log.Warn("write stall ended", "duration", d.String())
 		},
 	}
 }

@@ -87,16 +87,16 @@ func (l pebbleLogger) Infof(format string, args ...any) {
 	if !l.log.Enabled(context.Background(), slog.LevelDebug) {
 		return
 	}
-	l.log.Debug(fmt.Sprintf(format, args...), "component", "pebble")
+	l.log.Debug(fmt.Sprintf(format, args...))
 }
 
 func (l pebbleLogger) Errorf(format string, args ...any) {
-	l.log.Error(fmt.Sprintf(format, args...), "component", "pebble")
+	l.log.Error(fmt.Sprintf(format, args...))
 }
 
 // Fatalf must not return: pebble calls it on unrecoverable corruption.
 func (l pebbleLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	l.log.Error(msg, "component", "pebble", "fatal", true)
+	l.log.Error(msg, "fatal", true)
 	panic("pebble: " + msg)
 }

@@ -71,10 +71,13 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded store options: %w", err)
 	}
+	// Pebble's own messages carry one attribute saying so; a second
+	// "component" would repeat the key the caller's logger already has.
+	pebbleLog := opts.Logger.With("engine", "pebble")
 	db, err := pebble.Open(dir, &pebble.Options{
-		Logger:             pebbleLogger{log: opts.Logger},
+		Logger:             pebbleLogger{log: pebbleLog},
 		FormatMajorVersion: pebble.FormatNewest,
-		EventListener:      (&stallLog{log: opts.Logger}).listener(),
+		EventListener:      (&stallLog{log: pebbleLog}).listener(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open pebble in %s: %w", dir, err)
