@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -84,6 +86,7 @@ func NewClientsOfKind(base *rest.Config, kind, contentType string, connections i
 		// every connection.
 		dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 		cfg.Dial = c.trackingDial(dialer)
+		cfg.WrapTransport = largeHeaderTable
 		if kind == ClientTyped {
 			set, err := kubernetes.NewForConfig(cfg)
 			if err != nil {
@@ -126,6 +129,43 @@ func newLeanPair(cfg *rest.Config, urls *leaseURLs) (kubernetes.Interface, *lean
 		return nil, nil, err
 	}
 	return set, conn, nil
+}
+
+// encoderHeaderTable is the HPACK dynamic table, in bytes, that the
+// benchmark's connections encode request headers with, if the server
+// advertises one as large. One connection carries the renewals of up to a
+// thousand leases, each with its own :path of about 70 bytes; in HTTP/2's
+// default 4 KiB table they evict one another on every request, which cost
+// the load generator about 15% of its CPU in profiles. That churn is an
+// artifact of many kubelets sharing one connection (a kubelet renews one
+// path), so the generator avoids it rather than spend the shared machine's
+// CPU on it.
+const encoderHeaderTable = 256 << 10
+
+// largeHeaderTable lets the HTTP/2 connections of rt encode with
+// encoderHeaderTable. client-go hands WrapTransport its cache's wrapper
+// around an *http.Transport that has not connected yet (the tracking dial
+// gives every Clients connection a transport of its own), and
+// golang.org/x/net/http2 reads that transport's HTTP2 settings for every new
+// connection.
+func largeHeaderTable(rt http.RoundTripper) http.RoundTripper {
+	inner := rt
+	for {
+		if t, ok := inner.(*http.Transport); ok {
+			h2 := &http.HTTP2Config{}
+			if t.HTTP2 != nil {
+				*h2 = *t.HTTP2
+			}
+			h2.MaxEncoderHeaderTableSize = encoderHeaderTable
+			t.HTTP2 = h2
+			return rt
+		}
+		w, ok := inner.(utilnet.RoundTripperWrapper)
+		if !ok {
+			return rt
+		}
+		inner = w.WrappedRoundTripper()
+	}
 }
 
 // setContentType makes cfg send and prefer the named encoding.
