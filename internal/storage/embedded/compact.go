@@ -11,9 +11,23 @@ import (
 	"github.com/leasehold/leasehold/internal/storage"
 )
 
-// Compact implements storage.Interface: it deletes the log records at or
-// below revision and records revision as compacted, in one synced batch.
-// Compacting at or below the current compacted revision does nothing.
+// Compact implements storage.Interface. Reads below revision fail with
+// ErrCompacted from the moment it returns; compacting at or below the
+// current compacted revision does nothing.
+//
+// It first records revision as compacted (one synced batch), then sweeps
+// the log records written since the last sweep, up to revision, deleting
+// what no read at or after revision can need: the record each of them
+// replaced, and the records of deletes. What stays at or below revision is
+// the newest record of every key that still exists: a write after revision
+// names it as the value it replaced, and reading before that write, or
+// replaying it as a watch event, needs that value. So the log keeps at most
+// one record per live key at or below revision, as etcd keeps one revision
+// per key when it compacts.
+//
+// The sweep's progress is recorded only when it completes; a crash in the
+// middle leaves records that the next compaction sweeps again (deleting
+// twice is harmless).
 func (s *Store) Compact(ctx context.Context, revision int64) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -31,25 +45,88 @@ func (s *Store) Compact(ctx context.Context, revision int64) error {
 		return nil
 	}
 	start := time.Now()
-	b := s.db.NewBatch()
-	defer b.Close()
-	err := b.DeleteRange(logKey(0), logKey(revision+1), nil)
-	if err == nil {
-		err = b.Set(metaCompacted, encodeInt64(revision), nil)
-	}
-	if err == nil {
-		err = b.Commit(pebble.Sync)
-	}
-	if err != nil {
+	if err := s.db.Set(metaCompacted, encodeInt64(revision), pebble.Sync); err != nil {
 		return fmt.Errorf("compact at %d: %w", revision, err)
 	}
 	s.compacted.Store(revision)
+	deleted, err := s.sweep(ctx, revision)
+	if err != nil {
+		return fmt.Errorf("compact at %d: %w", revision, err)
+	}
 	d := time.Since(start)
-	s.opts.Logger.Debug("compacted", "revision", revision, "duration", d)
+	s.opts.Logger.Debug("compacted", "revision", revision, "deletedRecords", deleted, "duration", d)
 	if s.opts.OnCompact != nil {
 		s.opts.OnCompact(revision, d)
 	}
 	return nil
+}
+
+// sweepBatch caps the deletions in one pebble batch during a sweep, so a
+// compaction after a long busy period does not build one huge batch.
+const sweepBatch = 4096
+
+// sweep deletes the log records that writes in (s.swept, revision] made
+// unneeded (see Compact) and records revision as swept. The caller holds
+// compactMu and has already recorded revision as compacted.
+func (s *Store) sweep(ctx context.Context, revision int64) (int, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: logKey(s.swept + 1), UpperBound: logKey(revision + 1)})
+	if err != nil {
+		return 0, fmt.Errorf("iterate log: %w", err)
+	}
+	b := s.db.NewBatch()
+	deleted, pending := 0, 0
+	flush := func(opts *pebble.WriteOptions) error {
+		err := b.Commit(opts)
+		closeErr := b.Close()
+		b = s.db.NewBatch()
+		deleted += pending
+		pending = 0
+		return errors.Join(err, closeErr)
+	}
+	var serr error
+	for ok := it.First(); ok && serr == nil; ok = it.Next() {
+		rev, err := decodeLogKey(it.Key())
+		if err != nil {
+			serr = err
+			break
+		}
+		typ, prev, err := decodeLogLinks(it.Value())
+		if err != nil {
+			serr = fmt.Errorf("log revision %d: %w", rev, err)
+			break
+		}
+		if prev != 0 {
+			serr = b.Delete(logKey(prev), nil)
+			pending++
+		}
+		if serr == nil && typ == storage.EventDelete {
+			serr = b.Delete(logKey(rev), nil)
+			pending++
+		}
+		if serr == nil && pending >= sweepBatch {
+			if serr = ctx.Err(); serr == nil {
+				serr = flush(pebble.NoSync)
+			}
+		}
+	}
+	if err := it.Close(); serr == nil && err != nil {
+		serr = fmt.Errorf("iterate log: %w", err)
+	}
+	if serr == nil {
+		serr = b.Set(metaSwept, encodeInt64(revision), nil)
+	}
+	if serr == nil {
+		// Pebble's WAL is ordered: syncing this batch makes the earlier,
+		// unsynced ones durable too.
+		serr = flush(pebble.Sync)
+	} else {
+		serr = errors.Join(serr, b.Close())
+	}
+	if serr != nil {
+		return deleted, fmt.Errorf("sweep log to %d: %w", revision, serr)
+	}
+	s.swept = revision
+	return deleted, nil
 }
 
 // revisionSample remembers the revision at one moment, so the compactor can

@@ -9,10 +9,11 @@
 //     consecutive revisions, and writes them all in one pebble batch committed
 //     with pebble.Sync. Concurrent writers therefore share one fsync (group
 //     commit), and a write is acknowledged only after that fsync.
-//   - Each batch also writes the event log (one record per revision, with the
-//     previous value and revision) and the newest revision, so after a crash
-//     Open finds exactly the acknowledged writes and continues the revision
-//     sequence from the newest durable one.
+//   - Each batch also writes the event log (one record per revision: the
+//     write and the revision it replaced, whose own record holds the value it
+//     replaced) and the newest revision, so after a crash Open finds exactly
+//     the acknowledged writes and continues the revision sequence from the
+//     newest durable one.
 //   - Reads at an older revision start from the current values and undo the
 //     log records newer than that revision, all inside one pebble snapshot, so
 //     a concurrent commit or compaction never tears a read.
@@ -22,6 +23,10 @@
 //     The committer never blocks on a watcher: one whose buffer is full is
 //     detached and falls back to replaying from the log, and is closed only if
 //     compaction has meanwhile removed the history it needs.
-//   - Compact deletes log records at or below the revision with one pebble
-//     DeleteRange and records the compacted revision in the same batch.
+//   - Compact records the compacted revision, then deletes every log record
+//     at or below it that a write at or below it replaced, and the records
+//     of deletes. The newest
+//     record of every live key stays, since undoing or replaying the key's
+//     next write needs its value: the log holds at most one record per live
+//     key at or below the compacted revision, and every record after it.
 package embedded

@@ -21,6 +21,10 @@ import (
 // writer that TestDurabilityKill9 kills (see TestMain).
 const crashChildEnv = "LEASEHOLD_EMBEDDED_CRASH_CHILD"
 
+// crashCompactEnv, when set too, makes the child also compact all the time,
+// so kills land in the middle of compactions and their sweeps.
+const crashCompactEnv = "LEASEHOLD_EMBEDDED_CRASH_COMPACT"
+
 const (
 	crashWriters   = 16
 	crashKeyPrefix = "/registry/durability/"
@@ -48,7 +52,14 @@ func runCrashChild() int {
 		fmt.Fprintf(os.Stdout, "ack %s %d %s .\n", key, rev, value)
 	}
 	var wg sync.WaitGroup
-	errs := make(chan error, crashWriters)
+	errs := make(chan error, crashWriters+1)
+	if os.Getenv(crashCompactEnv) != "" {
+		wg.Go(func() {
+			if err := crashCompactor(ctx, s); err != nil && ctx.Err() == nil {
+				errs <- err
+			}
+		})
+	}
 	for w := range crashWriters {
 		wg.Go(func() {
 			if err := crashWriter(ctx, s, w, ack); err != nil && ctx.Err() == nil {
@@ -93,6 +104,25 @@ func crashWriter(ctx context.Context, s *Store, w int, ack func(string, int64, s
 	return nil
 }
 
+// crashCompactor compacts every few milliseconds, keeping the newest 64
+// revisions, until ctx ends.
+func crashCompactor(ctx context.Context, s *Store) error {
+	tick := time.NewTicker(3 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		if rev := s.rev.Load() - 64; rev > 0 {
+			if err := s.Compact(ctx, rev); err != nil {
+				return fmt.Errorf("compact at %d: %w", rev, err)
+			}
+		}
+	}
+}
+
 type ackedWrite struct {
 	key   string
 	rev   int64
@@ -106,17 +136,32 @@ type ackedWrite struct {
 func TestDurabilityKill9(t *testing.T) {
 	dir := t.TempDir()
 	for round := range 3 {
-		acks := crashChildRound(t, dir, 300+400*round)
+		acks := crashChildRound(t, dir, 300+400*round, false)
+		verifyAfterCrash(t, dir, acks)
+	}
+}
+
+// TestDurabilityKill9WhileCompacting is TestDurabilityKill9 with a child
+// that compacts all the time: besides the acknowledged writes, the history
+// after the compacted revision must read back whole, with every event's
+// previous value, which needs the records compaction keeps.
+func TestDurabilityKill9WhileCompacting(t *testing.T) {
+	dir := t.TempDir()
+	for round := range 3 {
+		acks := crashChildRound(t, dir, 1000+400*round, true)
 		verifyAfterCrash(t, dir, acks)
 	}
 }
 
 // crashChildRound starts the child, kills it once it has acknowledged at
 // least minAcks writes, and returns every complete ack line it printed.
-func crashChildRound(t *testing.T, dir string, minAcks int) []ackedWrite {
+func crashChildRound(t *testing.T, dir string, minAcks int, compacting bool) []ackedWrite {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
+	if compacting {
+		cmd.Env = append(cmd.Env, crashCompactEnv+"=1")
+	}
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -171,14 +216,27 @@ func verifyAfterCrash(t *testing.T, dir string, acks []ackedWrite) {
 		}
 	}()
 	head, _ := s.CurrentRevision(ctx)
+	compacted, _ := s.CompactedRevision(ctx)
 
-	// The whole history, which must be exactly revisions 1..head.
-	history := make(map[int64]storage.Event, head)
-	ch, err := s.Watch(ctx, crashKeyPrefix, 0)
+	// The state at the compacted revision, then the whole history after it,
+	// which must be exactly revisions compacted+1..head, each event carrying
+	// the value its key had before it.
+	current := make(map[string]string)
+	if compacted > 0 { // revision 0 would list the newest state
+		start, err := s.List(ctx, crashKeyPrefix, storage.ListOptions{Revision: compacted})
+		if err != nil {
+			t.Fatalf("list at the compacted revision %d: %v", compacted, err)
+		}
+		for _, kv := range start.KVs {
+			current[kv.Key] = string(kv.Value)
+		}
+	}
+	history := make(map[int64]storage.Event, head-compacted)
+	ch, err := s.Watch(ctx, crashKeyPrefix, compacted)
 	if err != nil {
 		t.Fatalf("watch history: %v", err)
 	}
-	for want := int64(1); want <= head; want++ {
+	for want := compacted + 1; want <= head; want++ {
 		ev, ok := <-ch
 		if !ok {
 			t.Fatalf("history ends at %d, store at %d", want-1, head)
@@ -186,11 +244,22 @@ func verifyAfterCrash(t *testing.T, dir string, acks []ackedWrite) {
 		if ev.Revision != want {
 			t.Fatalf("history jumps from %d to %d", want-1, ev.Revision)
 		}
+		prev, existed := current[ev.Key]
+		if existed != (ev.PrevValue != nil) || string(ev.PrevValue) != prev {
+			t.Fatalf("revision %d of %s: previous value %q, want %q (existed: %v)", ev.Revision, ev.Key, ev.PrevValue, prev, existed)
+		}
+		current[ev.Key] = string(ev.Value)
 		history[ev.Revision] = ev
 	}
 
 	newest := make(map[string]int64)
+	acked := make(map[int64]ackedWrite, len(acks))
 	for _, a := range acks {
+		acked[a.rev] = a
+		newest[a.key] = max(newest[a.key], a.rev)
+		if a.rev <= compacted {
+			continue
+		}
 		ev, ok := history[a.rev]
 		if !ok {
 			t.Fatalf("acknowledged write %s@%d lost (store at %d)", a.key, a.rev, head)
@@ -198,15 +267,17 @@ func verifyAfterCrash(t *testing.T, dir string, acks []ackedWrite) {
 		if ev.Key != a.key || string(ev.Value) != a.value {
 			t.Fatalf("revision %d holds %s=%q, acknowledged %s=%q", a.rev, ev.Key, ev.Value, a.key, a.value)
 		}
-		newest[a.key] = max(newest[a.key], a.rev)
 	}
 	for key, rev := range newest {
 		kv, err := s.Get(ctx, key)
 		if err != nil {
 			t.Fatalf("get %s acknowledged at %d: %v", key, rev, err)
 		}
-		if kv.ModRevision < rev || string(kv.Value) != string(history[kv.ModRevision].Value) {
-			t.Fatalf("%s is %q@%d, acknowledged up to %d", key, kv.Value, kv.ModRevision, rev)
+		if kv.ModRevision < rev || string(kv.Value) != current[key] {
+			t.Fatalf("%s is %q@%d, acknowledged up to %d, history says %q", key, kv.Value, kv.ModRevision, rev, current[key])
+		}
+		if a, ok := acked[kv.ModRevision]; ok && (a.key != key || a.value != string(kv.Value)) {
+			t.Fatalf("%s is %q@%d, acknowledged %s=%q there", key, kv.Value, kv.ModRevision, a.key, a.value)
 		}
 	}
 
@@ -218,5 +289,5 @@ func verifyAfterCrash(t *testing.T, dir string, acks []ackedWrite) {
 	if rev != head+1 {
 		t.Fatalf("first write after reopen got revision %d, want %d", rev, head+1)
 	}
-	t.Logf("crash round: %d acks checked, %d revisions durable", len(acks), head+1)
+	t.Logf("crash round: %d acks checked, %d revisions durable, compacted at %d", len(acks), head+1, compacted)
 }

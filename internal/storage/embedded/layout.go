@@ -28,6 +28,9 @@ var (
 	metaRevision = []byte{nsMeta, 'r', 'e', 'v'}
 	// metaCompacted is the revision of the last Compact.
 	metaCompacted = []byte{nsMeta, 'c', 'm', 'p'}
+	// metaSwept is the revision up to which compaction has deleted the log
+	// records it no longer needs; at most metaCompacted.
+	metaSwept = []byte{nsMeta, 's', 'w', 'p'}
 )
 
 var errCorrupt = errors.New("corrupt record")
@@ -102,8 +105,11 @@ func decodeValue(key string, b []byte) (storage.KeyValue, error) {
 	}, nil
 }
 
-// logRecord is one write as the event log keeps it: enough to replay it as a
-// watch event and to undo it when reading an older revision.
+// logRecord is one write as the event log keeps it: the write itself and the
+// revision it replaced. The value it replaced is not repeated: it is the
+// value of the record at prevModRev, which compaction keeps for as long as a
+// record after the compacted revision names it (see compact.go). Records
+// written before that rule carried the previous value too; they still decode.
 type logRecord struct {
 	typ       storage.EventType
 	key       string
@@ -112,11 +118,14 @@ type logRecord struct {
 	// prevModRev is the ModRevision the key had before this write, 0 if the
 	// key did not exist (a create).
 	prevModRev int64
-	prevValue  []byte
+	// prevValue is the value at prevModRev. encode never writes it: it is
+	// filled from memory by the committer, from the record at prevModRev by
+	// withPrevValue, or from an older record that still carried it.
+	prevValue []byte
 }
 
 func (r *logRecord) encode() []byte {
-	n := 1 + 4*binary.MaxVarintLen64 + len(r.key) + len(r.value) + len(r.prevValue) + binary.MaxVarintLen64
+	n := 1 + 4*binary.MaxVarintLen64 + len(r.key) + len(r.value)
 	b := make([]byte, 0, n)
 	b = append(b, byte(r.typ))
 	b = binary.AppendUvarint(b, uint64(r.createRev))
@@ -126,10 +135,6 @@ func (r *logRecord) encode() []byte {
 	if r.typ == storage.EventPut {
 		b = binary.AppendUvarint(b, uint64(len(r.value)))
 		b = append(b, r.value...)
-	}
-	if r.prevModRev != 0 {
-		b = binary.AppendUvarint(b, uint64(len(r.prevValue)))
-		b = append(b, r.prevValue...)
 	}
 	return b
 }
@@ -146,7 +151,8 @@ func decodeLogRecord(b []byte) (logRecord, error) {
 	if r.typ == storage.EventPut {
 		r.value = append([]byte{}, d.bytes()...)
 	}
-	if r.prevModRev != 0 {
+	if r.prevModRev != 0 && len(d.b) > 0 {
+		// An older record that still carries the previous value.
 		r.prevValue = append([]byte{}, d.bytes()...)
 	}
 	if d.err != nil || len(d.b) != 0 || (r.typ != storage.EventPut && r.typ != storage.EventDelete) {
@@ -164,6 +170,19 @@ func (r *logRecord) event(rev int64) storage.Event {
 		Revision:       rev,
 		CreateRevision: r.createRev,
 	}
+}
+
+// decodeLogLinks reads only what compaction needs from a log record: whether
+// it is a delete and the revision it replaced.
+func decodeLogLinks(b []byte) (typ storage.EventType, prevModRev int64, err error) {
+	d := decoder{b: b}
+	typ = storage.EventType(d.byte())
+	d.uvarint() // createRev
+	prevModRev = int64(d.uvarint())
+	if d.err != nil || (typ != storage.EventPut && typ != storage.EventDelete) {
+		return 0, 0, fmt.Errorf("log record: %w", errCorrupt)
+	}
+	return typ, prevModRev, nil
 }
 
 // decoder reads a log record, remembering the first error instead of

@@ -58,8 +58,8 @@ func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOption
 }
 
 // pastStates returns, for every key under prefix written after rev, its
-// state at rev (nil if it did not exist then). A key's state at rev is the
-// "previous" half of the first log record after rev that touched it.
+// state at rev (nil if it did not exist then). A key's state at rev is what
+// the first log record after rev that touched it replaced.
 func pastStates(snap *pebble.Snapshot, prefix string, rev, head int64) (map[string]*storage.KeyValue, error) {
 	it, err := snap.NewIter(&pebble.IterOptions{LowerBound: logKey(rev + 1), UpperBound: logKey(head + 1)})
 	if err != nil {
@@ -81,6 +81,9 @@ func pastStates(snap *pebble.Snapshot, prefix string, rev, head int64) (map[stri
 		if rec.prevModRev == 0 {
 			past[rec.key] = nil
 			continue
+		}
+		if err := withPrevValue(snap, &rec); err != nil {
+			return nil, fmt.Errorf("log key %x: %w", it.Key(), err)
 		}
 		past[rec.key] = &storage.KeyValue{
 			Key: rec.key, Value: rec.prevValue, ModRevision: rec.prevModRev, CreateRevision: rec.createRev,

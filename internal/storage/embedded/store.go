@@ -52,6 +52,9 @@ type Store struct {
 	compacted atomic.Int64
 	// compactMu serialises compactions.
 	compactMu sync.Mutex
+	// swept is the revision up to which compaction has swept the log (see
+	// Compact); guarded by compactMu.
+	swept int64
 }
 
 // indexEntry is a key's current state. It keeps the value too, so the
@@ -114,8 +117,13 @@ func (s *Store) load() error {
 	if err != nil {
 		return err
 	}
+	swept, err := readMeta(s.db, metaSwept)
+	if err != nil {
+		return err
+	}
 	s.rev.Store(rev)
 	s.compacted.Store(compacted)
+	s.swept = swept
 
 	lower, upper := valueRange("")
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
@@ -139,6 +147,48 @@ func (s *Store) load() error {
 	}
 	if err := it.Close(); err != nil {
 		return fmt.Errorf("iterate values: %w", err)
+	}
+	if swept < compacted {
+		return s.restoreCurrentRecords(compacted)
+	}
+	return nil
+}
+
+// restoreCurrentRecords writes back the log record of every key whose
+// newest write is at or below compacted and whose record is missing. Stores
+// written before compaction kept those records (see Compact) deleted the
+// whole log up to the compacted revision, yet the next write to such a key
+// needs its record to be undone. A store that crashed in the middle of a
+// sweep has them all; the restored records say nothing about what they
+// replaced, which no read needs at or below the compacted revision.
+func (s *Store) restoreCurrentRecords(compacted int64) error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	for key, e := range s.index {
+		if e.modRev > compacted {
+			continue
+		}
+		_, closer, err := s.db.Get(logKey(e.modRev))
+		if err == nil {
+			if err := closer.Close(); err != nil {
+				return fmt.Errorf("read log revision %d: %w", e.modRev, err)
+			}
+			continue
+		}
+		if !errors.Is(err, pebble.ErrNotFound) {
+			return fmt.Errorf("read log revision %d: %w", e.modRev, err)
+		}
+		rec := logRecord{typ: storage.EventPut, key: key, value: e.value, createRev: e.createRev}
+		if err := b.Set(logKey(e.modRev), rec.encode(), nil); err != nil {
+			return fmt.Errorf("restore log revision %d: %w", e.modRev, err)
+		}
+	}
+	if b.Empty() {
+		return nil
+	}
+	s.opts.Logger.Info("restored the log records of unchanged keys", "count", b.Count(), "compacted", compacted)
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("restore log records: %w", err)
 	}
 	return nil
 }

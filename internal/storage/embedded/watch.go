@@ -190,6 +190,9 @@ func (s *Store) replay(ctx context.Context, prefix string, after int64, out chan
 			return after, fmt.Errorf("log revision %d: %w", rev, err)
 		}
 		if strings.HasPrefix(rec.key, prefix) {
+			if err := withPrevValue(snap, &rec); err != nil {
+				return after, fmt.Errorf("log revision %d: %w", rev, err)
+			}
 			select {
 			case out <- rec.event(rev):
 			case <-ctx.Done():
