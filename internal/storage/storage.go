@@ -92,6 +92,27 @@ type ListOptions struct {
 	Limit int
 }
 
+// WatchOption adjusts one Watch.
+type WatchOption int
+
+const (
+	// WithoutPrevValue lets the driver leave Event.PrevValue nil, for a
+	// caller that keeps the previous state itself (the watch cache does): the
+	// embedded driver then need not read previous values back for it.
+	WithoutPrevValue WatchOption = iota + 1
+)
+
+// WantsPrevValue reports whether a Watch called with opts must fill
+// Event.PrevValue.
+func WantsPrevValue(opts []WatchOption) bool {
+	for _, o := range opts {
+		if o == WithoutPrevValue {
+			return false
+		}
+	}
+	return true
+}
+
 // Interface is what a storage driver offers. Keys are strings like
 // "/registry/leases/kube-node-lease/node-1"; List and Watch take a prefix and
 // match keys that start with it. Every method is safe for concurrent use.
@@ -114,8 +135,9 @@ type Interface interface {
 	// end a watch early (compaction overtook a slow reader, shutdown) closes the
 	// channel after sending nothing more, and the caller re-watches from the
 	// last revision it saw. fromRevision older than the last compaction fails
-	// with ErrCompacted.
-	Watch(ctx context.Context, prefix string, fromRevision int64) (<-chan Event, error)
+	// with ErrCompacted. Events carry PrevValue unless opts include
+	// WithoutPrevValue.
+	Watch(ctx context.Context, prefix string, fromRevision int64, opts ...WatchOption) (<-chan Event, error)
 	// CurrentRevision is the revision of the newest acknowledged write.
 	CurrentRevision(ctx context.Context) (int64, error)
 	// Compact forgets history at or before revision: later List and Watch calls

@@ -158,7 +158,7 @@ func (s *memStore) Delete(_ context.Context, key string, expected int64) (storag
 	return cur, s.rev, nil
 }
 
-func (s *memStore) Watch(ctx context.Context, prefix string, from int64) (<-chan storage.Event, error) {
+func (s *memStore) Watch(ctx context.Context, prefix string, from int64, _ ...storage.WatchOption) (<-chan storage.Event, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.refuse {

@@ -45,7 +45,7 @@ func (c *Cache) Run(ctx context.Context) error {
 			backoff = minBackoff
 		}
 		from := c.Revision()
-		ch, err := c.store.Watch(ctx, c.opts.Prefix, from)
+		ch, err := c.store.Watch(ctx, c.opts.Prefix, from, storage.WithoutPrevValue)
 		if errors.Is(err, storage.ErrCompacted) {
 			c.log.Warn("storage history compacted past the cache; re-listing", "revision", from)
 			needList = true

@@ -116,6 +116,9 @@ func (s *Store) commitLoop() {
 type pendingEntry struct {
 	exists bool
 	indexEntry
+	// value is the value written earlier in the batch; nil for a state read
+	// from the index, which keeps no values.
+	value []byte
 }
 
 // committer holds the committer goroutine's scratch state, reused between
@@ -128,6 +131,8 @@ type committer struct {
 	broken  error
 	results []writeResult
 	events  []storage.Event
+	// prevRevs[i] is the revision events[i] replaced (0 for a create).
+	prevRevs []int64
 }
 
 func newCommitter(s *Store) *committer {
@@ -155,6 +160,7 @@ func (c *committer) commit(reqs []*writeReq) {
 	c.results = c.results[:0]
 	// events is handed to watchers, who keep it: never reuse its array.
 	c.events = make([]storage.Event, 0, len(reqs))
+	c.prevRevs = c.prevRevs[:0]
 	b := s.db.NewBatch()
 	defer b.Close()
 	rev := s.rev.Load()
@@ -188,7 +194,7 @@ func (c *committer) commit(reqs []*writeReq) {
 				delete(s.index, key)
 			}
 		}
-		s.publish(rev, c.events)
+		s.publish(rev, c.events, c.prevRevs)
 		if s.opts.OnCommit != nil {
 			s.opts.OnCommit(len(c.events), time.Since(start))
 		}
@@ -253,7 +259,7 @@ func (c *committer) apply(b *pebble.Batch, req *writeReq, rev int64) writeResult
 			return writeResult{err: fmt.Errorf("create %s: %w", req.key, storage.ErrKeyExists)}
 		}
 		rec.typ, rec.value, rec.createRev = storage.EventPut, req.value, rev
-		next = pendingEntry{exists: true, indexEntry: indexEntry{modRev: rev, createRev: rev, value: req.value}}
+		next = pendingEntry{exists: true, indexEntry: indexEntry{modRev: rev, createRev: rev}, value: req.value}
 	case opUpdate:
 		if !cur.exists {
 			return writeResult{err: fmt.Errorf("update %s: %w", req.key, storage.ErrNotFound)}
@@ -263,7 +269,7 @@ func (c *committer) apply(b *pebble.Batch, req *writeReq, rev int64) writeResult
 				req.key, req.expected, cur.modRev, storage.ErrConflict)}
 		}
 		rec.typ, rec.value, rec.createRev = storage.EventPut, req.value, cur.createRev
-		next = pendingEntry{exists: true, indexEntry: indexEntry{modRev: rev, createRev: cur.createRev, value: req.value}}
+		next = pendingEntry{exists: true, indexEntry: indexEntry{modRev: rev, createRev: cur.createRev}, value: req.value}
 	case opDelete:
 		if !cur.exists {
 			return writeResult{err: fmt.Errorf("delete %s: %w", req.key, storage.ErrNotFound)}
@@ -271,6 +277,15 @@ func (c *committer) apply(b *pebble.Batch, req *writeReq, rev int64) writeResult
 		if req.expected != 0 && cur.modRev != req.expected {
 			return writeResult{err: fmt.Errorf("delete %s at revision %d, found %d: %w",
 				req.key, req.expected, cur.modRev, storage.ErrConflict)}
+		}
+		if cur.value == nil {
+			// The caller gets the deleted value back, and watchers see it
+			// as the delete's previous value.
+			kv, err := c.s.committedValue(req.key)
+			if err != nil {
+				return writeResult{err: err}
+			}
+			cur.value = kv.Value
 		}
 		rec.typ, rec.createRev = storage.EventDelete, cur.createRev
 	default:
@@ -295,6 +310,7 @@ func (c *committer) apply(b *pebble.Batch, req *writeReq, rev int64) writeResult
 	}
 	c.pending[req.key] = next
 	c.events = append(c.events, rec.event(rev))
+	c.prevRevs = append(c.prevRevs, rec.prevModRev)
 	res := writeResult{rev: rev}
 	if req.op == opDelete {
 		res.prev = storage.KeyValue{Key: req.key, Value: cur.value, ModRevision: cur.modRev, CreateRevision: cur.createRev}

@@ -23,6 +23,9 @@
 //     The committer never blocks on a watcher: one whose buffer is full is
 //     detached and falls back to replaying from the log, and is closed only if
 //     compaction has meanwhile removed the history it needs.
+//   - Memory holds revisions, not values. Events carry the previous value
+//     only for watchers that want it (not storage.WithoutPrevValue); for them
+//     the committer reads it back from the log before publishing a batch.
 //   - Compact records the compacted revision, then deletes every log record
 //     at or below it that a write at or below it replaced, and the records
 //     of deletes. The newest

@@ -47,6 +47,9 @@ type Store struct {
 	// from replay to live events.
 	mu       sync.Mutex
 	watchers map[*watcher]chan []storage.Event
+	// prevWatchers counts the watchers in watchers that want previous
+	// values; guarded by mu.
+	prevWatchers int
 	// rev is the newest acknowledged revision; written under mu, read freely.
 	rev       atomic.Int64
 	compacted atomic.Int64
@@ -57,12 +60,13 @@ type Store struct {
 	swept int64
 }
 
-// indexEntry is a key's current state. It keeps the value too, so the
-// committer can put the previous value into the event log without reading
-// pebble on the write path (profiling showed that Get at ~7% of a renewal).
+// indexEntry is a key's current revisions: all the committer needs to check
+// preconditions and link log records. Values stay out of memory (they were
+// an eighth of a 10,000-node server's live heap); the previous values that
+// watchers may want are read back only while one does (see publish), since a
+// pebble Get per write once cost ~7% of a renewal.
 type indexEntry struct {
 	modRev, createRev int64
-	value             []byte
 }
 
 var _ storage.Interface = (*Store)(nil)
@@ -143,7 +147,7 @@ func (s *Store) load() error {
 			return errors.Join(fmt.Errorf("key %q at revision %d is newer than the store's %d: %w",
 				it.Key()[1:], kv.ModRevision, rev, errCorrupt), it.Close())
 		}
-		s.index[string(it.Key()[1:])] = indexEntry{modRev: kv.ModRevision, createRev: kv.CreateRevision, value: kv.Value}
+		s.index[string(it.Key()[1:])] = indexEntry{modRev: kv.ModRevision, createRev: kv.CreateRevision}
 	}
 	if err := it.Close(); err != nil {
 		return fmt.Errorf("iterate values: %w", err)
@@ -162,26 +166,24 @@ func (s *Store) load() error {
 // sweep has them all; the restored records say nothing about what they
 // replaced, which no read needs at or below the compacted revision.
 func (s *Store) restoreCurrentRecords(compacted int64) error {
+	lower, upper := valueRange("")
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return fmt.Errorf("iterate values: %w", err)
+	}
 	b := s.db.NewBatch()
 	defer b.Close()
-	for key, e := range s.index {
-		if e.modRev > compacted {
-			continue
+	for ok := it.First(); ok; ok = it.Next() {
+		kv, err := decodeValue(string(it.Key()[1:]), it.Value())
+		if err == nil && kv.ModRevision <= compacted {
+			err = s.restoreRecord(b, kv)
 		}
-		_, closer, err := s.db.Get(logKey(e.modRev))
-		if err == nil {
-			if err := closer.Close(); err != nil {
-				return fmt.Errorf("read log revision %d: %w", e.modRev, err)
-			}
-			continue
+		if err != nil {
+			return errors.Join(err, it.Close())
 		}
-		if !errors.Is(err, pebble.ErrNotFound) {
-			return fmt.Errorf("read log revision %d: %w", e.modRev, err)
-		}
-		rec := logRecord{typ: storage.EventPut, key: key, value: e.value, createRev: e.createRev}
-		if err := b.Set(logKey(e.modRev), rec.encode(), nil); err != nil {
-			return fmt.Errorf("restore log revision %d: %w", e.modRev, err)
-		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("iterate values: %w", err)
 	}
 	if b.Empty() {
 		return nil
@@ -189,6 +191,25 @@ func (s *Store) restoreCurrentRecords(compacted int64) error {
 	s.opts.Logger.Info("restored the log records of unchanged keys", "count", b.Count(), "compacted", compacted)
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("restore log records: %w", err)
+	}
+	return nil
+}
+
+// restoreRecord stages kv's log record into b if the log lacks it.
+func (s *Store) restoreRecord(b *pebble.Batch, kv storage.KeyValue) error {
+	_, closer, err := s.db.Get(logKey(kv.ModRevision))
+	if err == nil {
+		if err := closer.Close(); err != nil {
+			return fmt.Errorf("read log revision %d: %w", kv.ModRevision, err)
+		}
+		return nil
+	}
+	if !errors.Is(err, pebble.ErrNotFound) {
+		return fmt.Errorf("read log revision %d: %w", kv.ModRevision, err)
+	}
+	rec := logRecord{typ: storage.EventPut, key: kv.Key, value: kv.Value, createRev: kv.CreateRevision}
+	if err := b.Set(logKey(kv.ModRevision), rec.encode(), nil); err != nil {
+		return fmt.Errorf("restore log revision %d: %w", kv.ModRevision, err)
 	}
 	return nil
 }
@@ -231,6 +252,12 @@ func (s *Store) Get(ctx context.Context, key string) (storage.KeyValue, error) {
 		return storage.KeyValue{}, err
 	}
 	defer s.release()
+	return s.committedValue(key)
+}
+
+// committedValue reads key's newest committed value from pebble; the caller
+// keeps the db open (a reader holding acquire, or the committer).
+func (s *Store) committedValue(key string) (storage.KeyValue, error) {
 	v, closer, err := s.db.Get(valueKey(key))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return storage.KeyValue{}, fmt.Errorf("get %s: %w", key, storage.ErrNotFound)

@@ -18,11 +18,13 @@ const watchOutBuffer = 64
 // watcher identifies one Watch call in Store.watchers.
 type watcher struct {
 	prefix string
+	// prev says the caller wants Event.PrevValue filled.
+	prev bool
 }
 
 // Watch implements storage.Interface. The returned events' byte slices are
 // shared between watchers: callers must not modify them.
-func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64) (<-chan storage.Event, error) {
+func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64, opts ...storage.WatchOption) (<-chan storage.Event, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -40,7 +42,7 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64) (<
 	s.goroutines.Add(1)
 	s.release()
 	out := make(chan storage.Event, watchOutBuffer)
-	go s.runWatcher(ctx, &watcher{prefix: prefix}, fromRevision, out)
+	go s.runWatcher(ctx, &watcher{prefix: prefix, prev: storage.WantsPrevValue(opts)}, fromRevision, out)
 	return out, nil
 }
 
@@ -54,7 +56,7 @@ func (s *Store) runWatcher(ctx context.Context, w *watcher, last int64, out chan
 	log := s.opts.Logger.With("prefix", w.prefix)
 	for {
 		var err error
-		last, err = s.replay(ctx, w.prefix, last, out)
+		last, err = s.replay(ctx, w, last, out)
 		if err != nil {
 			if ctx.Err() == nil && !errors.Is(err, ErrClosed) {
 				log.Warn("watch ended during replay; the caller must re-watch", "revision", last, "err", err)
@@ -86,13 +88,24 @@ func (s *Store) goLive(w *watcher, last int64) (chan []storage.Event, bool) {
 	}
 	live := make(chan []storage.Event, s.opts.WatchBuffer)
 	s.watchers[w] = live
+	if w.prev {
+		s.prevWatchers++
+	}
 	return live, true
 }
 
 func (s *Store) detach(w *watcher) {
 	s.mu.Lock()
-	delete(s.watchers, w)
+	s.removeLocked(w)
 	s.mu.Unlock()
+}
+
+// removeLocked forgets a live watcher; the caller holds mu.
+func (s *Store) removeLocked(w *watcher) {
+	if _, ok := s.watchers[w]; ok && w.prev {
+		s.prevWatchers--
+	}
+	delete(s.watchers, w)
 }
 
 // follow delivers live batches until live is closed by publish (the watcher
@@ -131,25 +144,59 @@ func (s *Store) follow(ctx context.Context, w *watcher, live <-chan []storage.Ev
 // publish makes rev the acknowledged revision and hands the batch's events
 // to every live watcher without ever blocking: a watcher whose buffer is
 // full is detached (its channel closed) and catches up from the log.
-func (s *Store) publish(rev int64, events []storage.Event) {
+// prevRevs[i] is the revision events[i] replaced (0 for a create).
+//
+// Events carry the previous values the committer had at hand; the others are
+// read back from the log here, and only while a live watcher wants them
+// (the watch cache does not). Reading under mu, before rev is published,
+// keeps a compaction from sweeping them first.
+func (s *Store) publish(rev int64, events []storage.Event, prevRevs []int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.prevWatchers > 0 {
+		if err := s.fillPrevValues(events, prevRevs); err != nil {
+			// Those watchers replay from the log, where the same read
+			// fails and ends their watch with the error logged.
+			s.opts.Logger.Error("reading previous values for watchers", "revision", rev, "err", err)
+			for w, live := range s.watchers {
+				if w.prev {
+					s.removeLocked(w)
+					close(live)
+				}
+			}
+		}
+	}
 	s.rev.Store(rev)
 	for w, live := range s.watchers {
 		select {
 		case live <- events:
 		default:
-			delete(s.watchers, w)
+			s.removeLocked(w)
 			close(live)
 		}
 	}
+}
+
+func (s *Store) fillPrevValues(events []storage.Event, prevRevs []int64) error {
+	for i := range events {
+		if events[i].PrevValue != nil || prevRevs[i] == 0 {
+			continue
+		}
+		rec := logRecord{key: events[i].Key, prevModRev: prevRevs[i]}
+		if err := withPrevValue(s.db, &rec); err != nil {
+			return err
+		}
+		events[i].PrevValue = rec.prevValue
+	}
+	return nil
 }
 
 // replay sends the logged events under prefix with revisions after `after`,
 // up to the newest durable revision, and returns that revision. It reads one
 // pebble snapshot, so a concurrent compaction either happened entirely before
 // (ErrCompacted) or not at all.
-func (s *Store) replay(ctx context.Context, prefix string, after int64, out chan<- storage.Event) (int64, error) {
+func (s *Store) replay(ctx context.Context, w *watcher, after int64, out chan<- storage.Event) (int64, error) {
+	prefix := w.prefix
 	if err := s.acquire(); err != nil {
 		return after, err
 	}
@@ -190,8 +237,10 @@ func (s *Store) replay(ctx context.Context, prefix string, after int64, out chan
 			return after, fmt.Errorf("log revision %d: %w", rev, err)
 		}
 		if strings.HasPrefix(rec.key, prefix) {
-			if err := withPrevValue(snap, &rec); err != nil {
-				return after, fmt.Errorf("log revision %d: %w", rev, err)
+			if w.prev {
+				if err := withPrevValue(snap, &rec); err != nil {
+					return after, fmt.Errorf("log revision %d: %w", rev, err)
+				}
 			}
 			select {
 			case out <- rec.event(rev):

@@ -16,7 +16,7 @@ const watchOutBuffer = 128
 
 // Watch implements storage.Interface with an etcd watch from fromRevision+1
 // with previous values (see the package doc for how compaction is reported).
-func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64) (<-chan storage.Event, error) {
+func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64, _ ...storage.WatchOption) (<-chan storage.Event, error) {
 	ek, err := s.keys.toEtcd(prefix)
 	if err != nil {
 		return nil, err
@@ -34,6 +34,9 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64) (<
 	// its watch context ends with the caller's or with Close.
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	stopOnClose := context.AfterFunc(s.closing, cancel)
+	// The previous key-value is asked for even when opts say it is not
+	// needed: a delete's tombstone carries neither the deleted value nor its
+	// CreateRevision, which only the previous key-value has.
 	wch := s.client.Watch(wctx, ek, clientv3.WithPrefix(), clientv3.WithRev(fromRevision+1), clientv3.WithPrevKV())
 	out := make(chan storage.Event, watchOutBuffer)
 	go func() {

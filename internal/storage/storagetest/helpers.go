@@ -143,6 +143,28 @@ func receive(t *testing.T, ch <-chan storage.Event, want []wantEvent) {
 	}
 }
 
+// receiveWithoutPrev is receive for a watch started WithoutPrevValue: an
+// event may leave PrevValue nil, but one that carries it must be right.
+func receiveWithoutPrev(t *testing.T, ch <-chan storage.Event, want []wantEvent) {
+	t.Helper()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	for i, w := range want {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				t.Fatalf("watch channel closed after %d of %d events", i, len(want))
+			}
+			if ev.PrevValue == nil {
+				w.hasPrev, w.prevValue = false, ""
+			}
+			checkEvent(t, i, ev, w)
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for event %d of %d (%+v)", i+1, len(want), w)
+		}
+	}
+}
+
 func checkEvent(t *testing.T, i int, ev storage.Event, w wantEvent) {
 	t.Helper()
 	if ev.Type != w.typ || ev.Key != w.key || ev.Revision != w.rev || ev.CreateRevision != w.createRev {

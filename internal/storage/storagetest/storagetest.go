@@ -44,6 +44,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Interface) {
 		{"watch-from-revision", testWatchFromRevision},
 		{"watch-prefix", testWatchPrefix},
 		{"watch-live", testWatchLive},
+		{"watch-without-prev-value", testWatchWithoutPrevValue},
 		{"compact", testCompact},
 		{"revision-increments", testRevisionIncrements},
 		{"guaranteed-update-concurrent", testGuaranteedUpdateConcurrent},

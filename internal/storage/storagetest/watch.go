@@ -156,3 +156,37 @@ func testCompact(t *testing.T, s storage.Interface) {
 		t.Fatalf("List after Compact = %v, want a, b and c", got)
 	}
 }
+
+// testWatchWithoutPrevValue: a watch that does not want previous values gets
+// the same events, each PrevValue either nil or right, both replayed and
+// live; a watch that wants them, live at the same time, still gets them.
+func testWatchWithoutPrevValue(t *testing.T, s storage.Interface) {
+	ctx := testContext(t)
+	p := prefixFor(t)
+	start := currentRevision(ctx, t, s)
+	a1 := mustCreate(ctx, t, s, p+"a", "a1")
+	a2 := mustUpdate(ctx, t, s, p+"a", a1, "a2")
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	lean, err := s.Watch(wctx, p, start, storage.WithoutPrevValue)
+	if err != nil {
+		t.Fatalf("Watch(%q, %d, WithoutPrevValue): %v", p, start, err)
+	}
+	full := watch(wctx, t, s, p, start)
+	replayed := []wantEvent{
+		{typ: storage.EventPut, key: p + "a", value: "a1", rev: a1, createRev: a1},
+		{typ: storage.EventPut, key: p + "a", value: "a2", prevValue: "a1", hasPrev: true, rev: a2, createRev: a1},
+	}
+	receiveWithoutPrev(t, lean, replayed)
+	receive(t, full, replayed)
+
+	a3 := mustUpdate(ctx, t, s, p+"a", a2, "a3")
+	_, del := mustDelete(ctx, t, s, p+"a", a3)
+	live := []wantEvent{
+		{typ: storage.EventPut, key: p + "a", value: "a3", prevValue: "a2", hasPrev: true, rev: a3, createRev: a1},
+		{typ: storage.EventDelete, key: p + "a", prevValue: "a3", hasPrev: true, rev: del, createRev: a1},
+	}
+	receiveWithoutPrev(t, lean, live)
+	receive(t, full, live)
+	expectQuiet(t, lean)
+}
