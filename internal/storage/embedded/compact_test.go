@@ -11,7 +11,7 @@ import (
 )
 
 // logRevisions lists the revisions of the log records in (from, to].
-func logRevisions(t *testing.T, s *Store, from, to int64) []int64 {
+func logRevisions(t testing.TB, s *Store, from, to int64) []int64 {
 	t.Helper()
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: logKey(from + 1), UpperBound: logKey(to + 1)})
 	if err != nil {
