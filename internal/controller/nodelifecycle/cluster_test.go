@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +23,9 @@ import (
 // resourceVersion checks like the server's. The integration tests run the
 // same controller against a real server.
 type memCluster struct {
+	// mu serialises the writes, which a pass makes from several goroutines
+	// (inParallel); reads come after the pass has joined them.
+	mu     sync.Mutex
 	t      *testing.T
 	clock  *clocktesting.FakeClock
 	rv     int
@@ -146,6 +150,8 @@ func (m *memCluster) freshNode(_ context.Context, name string) (*corev1.Node, er
 }
 
 func (m *memCluster) updateStatus(_ context.Context, n *corev1.Node) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	cur, ok := m.objs[n.Name]
 	if !ok {
 		return apierrors.NewNotFound(nodesGR, n.Name)
@@ -162,6 +168,8 @@ func (m *memCluster) updateStatus(_ context.Context, n *corev1.Node) error {
 }
 
 func (m *memCluster) swapTaints(_ context.Context, name string, add, remove []corev1.Taint) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	cur, ok := m.objs[name]
 	if !ok {
 		return apierrors.NewNotFound(nodesGR, name)

@@ -68,9 +68,24 @@ func (c *Controller) monitor(ctx context.Context) {
 	}
 	c.classify(nodes)
 
+	// Decide for every node on this goroutine, write the timed-out statuses
+	// in parallel, then act on the outcomes in node order.
+	updates := make([]healthUpdate, len(nodes))
+	var writes []*healthUpdate
+	for i, n := range nodes {
+		updates[i] = c.assessHealth(n)
+		if updates[i].write != nil {
+			writes = append(writes, &updates[i])
+		}
+	}
+	inParallel(len(writes), func(i int) {
+		writes[i].err = c.cluster.updateStatus(ctx, writes[i].write)
+	})
+
 	zoneConds := map[string][]*corev1.NodeCondition{}
-	for _, n := range nodes {
-		observed, current, err := c.updateHealthWithRetry(ctx, n)
+	for i := range updates {
+		n := updates[i].node
+		observed, current, err := c.finishHealth(ctx, &updates[i])
 		if err != nil {
 			if ctx.Err() == nil {
 				c.log.Error("node health update failed; skipping the node this pass", "node", n.Name, "err", err)
@@ -93,9 +108,11 @@ func (c *Controller) monitor(ctx context.Context) {
 	c.handleDisruption(ctx, zoneConds, nodes)
 	// NoSchedule taints follow node changes as they are watched; going over
 	// every node here too retries any write that failed then.
-	for _, n := range nodes {
-		c.noSchedulePass(ctx, n.Name)
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = n.Name
 	}
+	c.noSchedulePasses(ctx, names)
 }
 
 // classify compares nodes with those known from the last pass: new ones get

@@ -13,7 +13,11 @@
 //     with times written by nodes (clock skew), and only a strictly later
 //     renewTime or a changed Ready heartbeat moves them.
 //   - All decisions and bookkeeping happen on one goroutine (Run's), so the
-//     per-node and per-zone state needs no locks.
+//     per-node and per-zone state needs no locks. Only the API writes that a
+//     pass (or a round of watched node changes) decided on go out in
+//     parallel, at most writeWorkers at once like kube-controller-manager's
+//     status-update workers, and their outcomes are applied back on Run's
+//     goroutine in node order.
 //   - Objects read from the watch cache are shared: the controller copies a
 //     node before changing it and never changes a cached object.
 //   - When every zone is in full disruption (no Ready node anywhere) the

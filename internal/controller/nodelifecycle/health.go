@@ -53,24 +53,43 @@ func condition(s *corev1.NodeStatus, t corev1.NodeConditionType) *corev1.NodeCon
 	return nil
 }
 
-// updateHealth is one look at node n, which it treats as read-only (it is
+// healthUpdate is what one look at a node (assessHealth) decided: its
+// Ready condition as observed and as it is after the look, and the status
+// to write when the node timed out.
+type healthUpdate struct {
+	node     *corev1.Node
+	observed corev1.NodeCondition
+	// current is the Ready condition after the look (nil if the node has
+	// none); when write is set it is write's, which holds until the write
+	// is known to have failed.
+	current *corev1.NodeCondition
+	// write is a copy of node with its timed-out conditions Unknown, to be
+	// written (nil if nothing changes); written is the health to remember
+	// once it is.
+	write   *corev1.Node
+	written *nodeHealth
+	// err is the write's outcome, set by whoever wrote it.
+	err error
+}
+
+// assessHealth is one look at node n, which it treats as read-only (it is
 // usually the watch cache's shared object; it copies n before changing it):
 // it refreshes n's probe timestamp from its Ready heartbeat and its lease,
-// and once the grace period has passed without a sign of life it sets the
-// timed-out conditions to Unknown and writes the status. It returns the Ready
-// condition as observed (a stand-in Unknown one if n never posted one) and as
-// it is after the call (nil if n has none).
-func (c *Controller) updateHealth(ctx context.Context, n *corev1.Node) (observed corev1.NodeCondition, current *corev1.NodeCondition, err error) {
+// and once the grace period has passed without a sign of life it marks the
+// timed-out conditions Unknown in a copy for the caller to write. The
+// observed Ready condition is a stand-in Unknown one if n never posted one.
+func (c *Controller) assessHealth(n *corev1.Node) healthUpdate {
 	now := c.clock.Now()
 	h := c.health[n.Name]
 	// Whatever happens below, remember what was seen.
 	defer func() { c.health[n.Name] = h }()
 
+	u := healthUpdate{node: n}
 	grace := c.cfg.GracePeriod
-	current = readyCondition(&n.Status)
-	if current == nil {
+	u.current = readyCondition(&n.Status)
+	if u.current == nil {
 		// Never posted: judge from the creation time, with the startup grace.
-		observed = corev1.NodeCondition{
+		u.observed = corev1.NodeCondition{
 			Type:               corev1.NodeReady,
 			Status:             corev1.ConditionUnknown,
 			LastHeartbeatTime:  n.CreationTimestamp,
@@ -83,8 +102,9 @@ func (c *Controller) updateHealth(ctx context.Context, n *corev1.Node) (observed
 			h = &nodeHealth{status: &n.Status, probe: n.CreationTimestamp.Time, readyTransition: n.CreationTimestamp.Time}
 		}
 	} else {
-		observed = *current
+		u.observed = *u.current
 	}
+	current := u.current
 
 	var saved *corev1.NodeCondition
 	var savedLease *coordinationv1.Lease
@@ -116,22 +136,33 @@ func (c *Controller) updateHealth(ctx context.Context, n *corev1.Node) (observed
 	}
 
 	if !now.After(h.probe.Add(grace)) {
-		return observed, current, nil
+		return u
 	}
 	// Only silent nodes get here: copying every node on every pass cost
 	// tens of megabytes of garbage per pass at 10,000 nodes.
-	n = n.DeepCopy()
-	markUnknown(n, metav1.NewTime(now))
-	current = readyCondition(&n.Status)
-	if equality.Semantic.DeepEqual(current, &observed) {
-		return observed, current, nil
+	marked := n.DeepCopy()
+	markUnknown(marked, metav1.NewTime(now))
+	u.current = readyCondition(&marked.Status)
+	if equality.Semantic.DeepEqual(u.current, &u.observed) {
+		return u
 	}
 	c.log.Info("node stopped posting status", "node", n.Name, "silentFor", now.Sub(h.probe).String(), "grace", grace.String())
-	if err := c.cluster.updateStatus(ctx, n); err != nil {
-		return observed, current, err
+	u.write = marked
+	u.written = &nodeHealth{status: &marked.Status, probe: h.probe, readyTransition: now, lease: h.lease}
+	return u
+}
+
+// updateHealth is assessHealth with its write done at once.
+func (c *Controller) updateHealth(ctx context.Context, n *corev1.Node) (observed corev1.NodeCondition, current *corev1.NodeCondition, err error) {
+	u := c.assessHealth(n)
+	if u.write == nil {
+		return u.observed, u.current, nil
 	}
-	h = &nodeHealth{status: &n.Status, probe: h.probe, readyTransition: now, lease: h.lease}
-	return observed, current, nil
+	if err := c.cluster.updateStatus(ctx, u.write); err != nil {
+		return u.observed, u.current, err
+	}
+	c.health[n.Name] = u.written
+	return u.observed, u.current, nil
 }
 
 // renewedAfter reports whether l's renewTime is strictly later than saved's
@@ -179,17 +210,41 @@ func markUnknown(n *corev1.Node, now metav1.Time) {
 // fresh copy of the node from the server, statusRetries times statusRetrySleep
 // apart, as kube-controller-manager does. n is read-only.
 func (c *Controller) updateHealthWithRetry(ctx context.Context, n *corev1.Node) (observed corev1.NodeCondition, current *corev1.NodeCondition, err error) {
+	observed, current, err = c.updateHealth(ctx, n)
+	if err == nil {
+		return observed, current, nil
+	}
+	return c.retryHealth(ctx, n.Name, observed, current, err)
+}
+
+// finishHealth applies the outcome of u's write, made by the caller: the
+// written health is remembered, or the update is retried as
+// updateHealthWithRetry would after its first attempt.
+func (c *Controller) finishHealth(ctx context.Context, u *healthUpdate) (observed corev1.NodeCondition, current *corev1.NodeCondition, err error) {
+	if u.write == nil {
+		return u.observed, u.current, nil
+	}
+	if u.err != nil {
+		return c.retryHealth(ctx, u.node.Name, u.observed, u.current, u.err)
+	}
+	c.health[u.node.Name] = u.written
+	return u.observed, u.current, nil
+}
+
+// retryHealth makes attempts 2..statusRetries of a node's health update
+// whose first write failed with err (observed and current from it).
+func (c *Controller) retryHealth(ctx context.Context, name string, observed corev1.NodeCondition, current *corev1.NodeCondition, err error) (corev1.NodeCondition, *corev1.NodeCondition, error) {
 	for attempt := 1; ; attempt++ {
-		observed, current, err = c.updateHealth(ctx, n)
-		if err == nil {
-			return observed, current, nil
-		}
 		if attempt == statusRetries || ctx.Err() != nil {
-			return observed, current, fmt.Errorf("updating health of node %s after %d attempts: %w", n.Name, attempt, err)
+			return observed, current, fmt.Errorf("updating health of node %s after %d attempts: %w", name, attempt, err)
 		}
 		c.clock.Sleep(statusRetrySleep)
-		if n, err = c.cluster.freshNode(ctx, n.Name); err != nil {
-			return observed, current, fmt.Errorf("re-reading node to retry its health update: %w", err)
+		n, ferr := c.cluster.freshNode(ctx, name)
+		if ferr != nil {
+			return observed, current, fmt.Errorf("re-reading node to retry its health update: %w", ferr)
+		}
+		if observed, current, err = c.updateHealth(ctx, n); err == nil {
+			return observed, current, nil
 		}
 	}
 }

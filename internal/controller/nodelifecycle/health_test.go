@@ -2,7 +2,10 @@ package nodelifecycle
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -230,5 +233,72 @@ func TestMonitorNeverChangesTheNodesItReads(t *testing.T) {
 	wantCondition(t, m.get("n1"), corev1.NodeReady, corev1.ConditionUnknown, reasonUnknown, messageUnknown)
 	if !equality.Semantic.DeepEqual(read, before) {
 		t.Fatalf("the node object the pass read was changed:\nbefore %+v\nafter  %+v", before.Status, read.Status)
+	}
+}
+
+// gatedCluster holds every status write until `want` of them are in flight
+// at once (or a deadline passes), so a pass that writes one at a time cannot
+// finish its writes in time.
+type gatedCluster struct {
+	*memCluster
+	want     int
+	mu       sync.Mutex
+	inFlight int
+	most     int
+	released bool
+	all      chan struct{}
+	// gaveUp, closed after one write waited in vain, fails the rest at once.
+	giveUp sync.Once
+	gaveUp chan struct{}
+}
+
+func (g *gatedCluster) updateStatus(ctx context.Context, n *corev1.Node) error {
+	g.mu.Lock()
+	g.inFlight++
+	g.most = max(g.most, g.inFlight)
+	if g.inFlight == g.want && g.most == g.want && !g.released {
+		g.released = true
+		close(g.all)
+	}
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		g.inFlight--
+		g.mu.Unlock()
+	}()
+	select {
+	case <-g.all:
+		return g.memCluster.updateStatus(ctx, n)
+	case <-g.gaveUp:
+	case <-time.After(2 * time.Second):
+		g.giveUp.Do(func() { close(g.gaveUp) })
+	}
+	return fmt.Errorf("only %d status writes in flight together, want %d", g.most, g.want)
+}
+
+// A pass that finds many silent nodes writes their statuses in parallel, as
+// kube-controller-manager's workers do, instead of one fsync after another.
+func TestMonitorWritesStatusesInParallel(t *testing.T) {
+	ctx := context.Background()
+	m := newMemCluster(t, t0)
+	const nodes = 3 * writeWorkers
+	for i := range nodes {
+		name := fmt.Sprintf("n%02d", i)
+		m.addNode(name, "", corev1.ConditionTrue)
+		m.renew(name, t0)
+	}
+	g := &gatedCluster{memCluster: m, want: writeWorkers, all: make(chan struct{}), gaveUp: make(chan struct{})}
+	c, err := newController(Config{Clock: m.clock, Logger: slog.New(slog.DiscardHandler)}, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.monitor(ctx)
+	m.clock.Step(51 * time.Second)
+	c.monitor(ctx)
+	for i := range nodes {
+		wantCondition(t, m.get(fmt.Sprintf("n%02d", i)), corev1.NodeReady, corev1.ConditionUnknown, reasonUnknown, messageUnknown)
+	}
+	if g.most != writeWorkers {
+		t.Errorf("at most %d status writes were in flight, want %d", g.most, writeWorkers)
 	}
 }

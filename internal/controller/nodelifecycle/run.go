@@ -116,12 +116,48 @@ func (r *Runner) Run(ctx context.Context) error {
 				w = nil
 				continue
 			}
-			if ev.Type != watch.Added && ev.Type != watch.Modified {
-				continue
+			// Every change already waiting joins this one, so that their
+			// taint writes go out in parallel.
+			names, open := changedNodes(ev, w.Events())
+			if !open {
+				w.Stop()
+				w = nil
 			}
-			if n, ok := ev.Object.(*corev1.Node); ok {
-				c.noSchedulePass(ctx, n.Name)
-			}
+			c.noSchedulePasses(ctx, names)
 		}
 	}
+}
+
+// maxChangeBatch caps the node changes one round of NoSchedule tainting
+// takes, so that monitor and tainting passes are not held off for long.
+const maxChangeBatch = 1024
+
+// changedNodes returns the names of the nodes that first and the events
+// already waiting in events added or changed, each once, and whether events
+// is still open.
+func changedNodes(first watchcache.Event, events <-chan watchcache.Event) ([]string, bool) {
+	var names []string
+	seen := map[string]bool{}
+	note := func(ev watchcache.Event) {
+		if ev.Type != watch.Added && ev.Type != watch.Modified {
+			return
+		}
+		if n, ok := ev.Object.(*corev1.Node); ok && !seen[n.Name] {
+			seen[n.Name] = true
+			names = append(names, n.Name)
+		}
+	}
+	note(first)
+	for range maxChangeBatch - 1 {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return names, false
+			}
+			note(ev)
+		default:
+			return names, true
+		}
+	}
+	return names, true
 }

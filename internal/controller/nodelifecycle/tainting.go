@@ -105,25 +105,41 @@ func (c *Controller) taintPass(ctx context.Context) {
 	}
 }
 
-// noSchedulePass makes the node's controller-owned NoSchedule taints match
-// its conditions and spec.unschedulable (doNoScheduleTaintingPass). It runs
-// whenever the node changes.
-func (c *Controller) noSchedulePass(ctx context.Context, name string) {
-	n, ok := c.cluster.node(name)
-	if !ok {
-		return
+// noSchedulePasses makes the controller-owned NoSchedule taints of the named
+// nodes match their conditions and spec.unschedulable
+// (doNoScheduleTaintingPass), writing in parallel. It runs whenever nodes
+// change.
+func (c *Controller) noSchedulePasses(ctx context.Context, names []string) {
+	type swap struct {
+		name        string
+		add, remove []corev1.Taint
+		err         error
 	}
-	add, remove := noScheduleDiff(n)
-	if len(add) == 0 && len(remove) == 0 {
-		return
-	}
-	if err := c.cluster.swapTaints(ctx, name, stamped(add, metav1.NewTime(c.clock.Now())), remove); err != nil {
-		if ctx.Err() == nil {
-			c.log.Error("updating NoSchedule taints failed", "node", name, "err", err)
+	var swaps []swap
+	now := metav1.NewTime(c.clock.Now())
+	for _, name := range names {
+		n, ok := c.cluster.node(name)
+		if !ok {
+			continue
 		}
-		return
+		add, remove := noScheduleDiff(n)
+		if len(add) == 0 && len(remove) == 0 {
+			continue
+		}
+		swaps = append(swaps, swap{name: name, add: stamped(add, now), remove: remove})
 	}
-	c.log.Info("NoSchedule taints updated", "node", name, "added", taintKeys(add), "removed", taintKeys(remove))
+	inParallel(len(swaps), func(i int) {
+		swaps[i].err = c.cluster.swapTaints(ctx, swaps[i].name, swaps[i].add, swaps[i].remove)
+	})
+	for _, sw := range swaps {
+		if sw.err != nil {
+			if ctx.Err() == nil {
+				c.log.Error("updating NoSchedule taints failed", "node", sw.name, "err", sw.err)
+			}
+			continue
+		}
+		c.log.Info("NoSchedule taints updated", "node", sw.name, "added", taintKeys(sw.add), "removed", taintKeys(sw.remove))
+	}
 }
 
 func taintKeys(ts []corev1.Taint) []string {
