@@ -71,62 +71,70 @@ const sweepBatch = 4096
 func (s *Store) sweep(ctx context.Context, revision int64) (int, error) {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: logKey(s.swept + 1), UpperBound: logKey(revision + 1)})
 	if err != nil {
-		return 0, fmt.Errorf("iterate log: %w", err)
+		return 0, fmt.Errorf("sweep log to %d: iterate log: %w", revision, err)
 	}
-	b := s.db.NewBatch()
-	deleted, pending := 0, 0
-	flush := func(opts *pebble.WriteOptions) error {
-		err := b.Commit(opts)
-		closeErr := b.Close()
-		b = s.db.NewBatch()
-		deleted += pending
-		pending = 0
-		return errors.Join(err, closeErr)
+	deleted, err := s.sweepRecords(ctx, it)
+	if closeErr := it.Close(); err == nil && closeErr != nil {
+		err = fmt.Errorf("iterate log: %w", closeErr)
 	}
-	var serr error
-	for ok := it.First(); ok && serr == nil; ok = it.Next() {
-		rev, err := decodeLogKey(it.Key())
-		if err != nil {
-			serr = err
-			break
-		}
-		typ, prev, err := decodeLogLinks(it.Value())
-		if err != nil {
-			serr = fmt.Errorf("log revision %d: %w", rev, err)
-			break
-		}
-		if prev != 0 {
-			serr = b.Delete(logKey(prev), nil)
-			pending++
-		}
-		if serr == nil && typ == storage.EventDelete {
-			serr = b.Delete(logKey(rev), nil)
-			pending++
-		}
-		if serr == nil && pending >= sweepBatch {
-			if serr = ctx.Err(); serr == nil {
-				serr = flush(pebble.NoSync)
-			}
-		}
+	if err == nil {
+		// Pebble's WAL is ordered: syncing this write makes the sweep's
+		// unsynced batches durable too.
+		err = s.db.Set(metaSwept, encodeInt64(revision), pebble.Sync)
 	}
-	if err := it.Close(); serr == nil && err != nil {
-		serr = fmt.Errorf("iterate log: %w", err)
-	}
-	if serr == nil {
-		serr = b.Set(metaSwept, encodeInt64(revision), nil)
-	}
-	if serr == nil {
-		// Pebble's WAL is ordered: syncing this batch makes the earlier,
-		// unsynced ones durable too.
-		serr = flush(pebble.Sync)
-	} else {
-		serr = errors.Join(serr, b.Close())
-	}
-	if serr != nil {
-		return deleted, fmt.Errorf("sweep log to %d: %w", revision, serr)
+	if err != nil {
+		return deleted, fmt.Errorf("sweep log to %d: %w", revision, err)
 	}
 	s.swept = revision
 	return deleted, nil
+}
+
+// sweepRecords deletes, for every log record it iterates, the record it
+// replaced and, for a delete, the record itself, in unsynced batches of
+// sweepBatch deletions. It returns how many deletions it committed.
+func (s *Store) sweepRecords(ctx context.Context, it *pebble.Iterator) (deleted int, err error) {
+	b := s.db.NewBatch()
+	defer func() { err = errors.Join(err, b.Close()) }()
+	commit := func() error {
+		if err := b.Commit(pebble.NoSync); err != nil {
+			return err
+		}
+		deleted += int(b.Count())
+		b.Reset()
+		return nil
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		rev, err := decodeLogKey(it.Key())
+		if err != nil {
+			return deleted, err
+		}
+		typ, prev, err := decodeLogLinks(it.Value())
+		if err != nil {
+			return deleted, fmt.Errorf("log revision %d: %w", rev, err)
+		}
+		if prev != 0 {
+			if err := b.Delete(logKey(prev), nil); err != nil {
+				return deleted, err
+			}
+		}
+		if typ == storage.EventDelete {
+			if err := b.Delete(logKey(rev), nil); err != nil {
+				return deleted, err
+			}
+		}
+		if b.Count() >= sweepBatch {
+			if err := ctx.Err(); err != nil {
+				return deleted, err
+			}
+			if err := commit(); err != nil {
+				return deleted, err
+			}
+		}
+	}
+	if b.Empty() {
+		return deleted, nil
+	}
+	return deleted, commit()
 }
 
 // revisionSample remembers the revision at one moment, so the compactor can

@@ -25,12 +25,7 @@ func TestLiveEventsReadNoPrevValueUnlessWanted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Live once the store has it registered.
-	waitFor(t, "the watcher to go live", func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return len(s.watchers) == 1
-	})
+	waitLive(t, s, 1)
 	if _, err := s.Update(ctx, "/k/a", rev, []byte("a2")); err != nil {
 		t.Fatal(err)
 	}

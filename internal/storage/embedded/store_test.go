@@ -134,11 +134,7 @@ func TestSlowWatcherCatchesUpFromLog(t *testing.T) {
 	}
 	// Let the watcher go live before the writes start, so the overflow path
 	// (not only the initial replay) is what delivers them.
-	waitFor(t, "the watcher to go live", func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return len(s.watchers) == 1
-	})
+	waitLive(t, s, 1)
 	const n = 300 // far beyond WatchBuffer batches + the output buffer
 	for i := range n {
 		if _, err := s.Create(ctx, fmt.Sprintf("/k/%03d", i), []byte("v")); err != nil {
@@ -325,6 +321,16 @@ func TestClose(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
+}
+
+// waitLive waits until n watchers take live batches from the committer.
+func waitLive(t *testing.T, s *Store, n int) {
+	t.Helper()
+	waitFor(t, "the watchers to go live", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.watchers) == n
+	})
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
