@@ -206,20 +206,10 @@ func markUnknown(n *corev1.Node, now metav1.Time) {
 	}
 }
 
-// updateHealthWithRetry is updateHealth retried on write failures with a
-// fresh copy of the node from the server, statusRetries times statusRetrySleep
-// apart, as kube-controller-manager does. n is read-only.
-func (c *Controller) updateHealthWithRetry(ctx context.Context, n *corev1.Node) (observed corev1.NodeCondition, current *corev1.NodeCondition, err error) {
-	observed, current, err = c.updateHealth(ctx, n)
-	if err == nil {
-		return observed, current, nil
-	}
-	return c.retryHealth(ctx, n.Name, observed, current, err)
-}
-
 // finishHealth applies the outcome of u's write, made by the caller: the
-// written health is remembered, or the update is retried as
-// updateHealthWithRetry would after its first attempt.
+// written health is remembered, or the update is retried with a fresh copy
+// of the node from the server, up to statusRetries attempts in all,
+// statusRetrySleep apart, as kube-controller-manager does.
 func (c *Controller) finishHealth(ctx context.Context, u *healthUpdate) (observed corev1.NodeCondition, current *corev1.NodeCondition, err error) {
 	if u.write == nil {
 		return u.observed, u.current, nil

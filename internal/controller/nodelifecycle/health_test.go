@@ -193,22 +193,34 @@ func TestRegisteredAndRemovingEvents(t *testing.T) {
 	}
 }
 
+// staleCluster hands a pass the nodes it was given instead of the current
+// ones, as a watch cache that lags a write would.
+type staleCluster struct {
+	*memCluster
+	stale []*corev1.Node
+}
+
+func (s *staleCluster) nodes() []*corev1.Node { return s.stale }
+
 func TestStatusConflictIsRetriedWithFreshNode(t *testing.T) {
 	ctx := context.Background()
 	m := newMemCluster(t, t0)
 	m.addNode("n1", "", corev1.ConditionTrue)
-	c := m.controller(Config{})
+	sc := &staleCluster{memCluster: m}
+	c, err := newController(Config{Clock: m.clock, Logger: slog.New(slog.DiscardHandler)}, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.stale = m.nodes()
 	c.monitor(ctx)
 	m.clock.Step(51 * time.Second)
 	// The pass reads this copy; a write lands before its status update.
-	stale := m.get("n1").DeepCopy()
+	sc.stale = []*corev1.Node{m.get("n1").DeepCopy()}
 	labelled := m.get("n1").DeepCopy()
 	labelled.Labels = map[string]string{"touched": "yes"}
 	labelled.ResourceVersion = m.nextRV()
 	m.objs["n1"] = labelled
-	if _, _, err := c.updateHealthWithRetry(ctx, stale); err != nil {
-		t.Fatal(err)
-	}
+	c.monitor(ctx)
 	got := m.get("n1")
 	wantCondition(t, got, corev1.NodeReady, corev1.ConditionUnknown, reasonUnknown, messageUnknown)
 	if got.Labels["touched"] != "yes" {

@@ -159,12 +159,12 @@ func (s *Store) load() error {
 }
 
 // restoreCurrentRecords writes back the log record of every key whose
-// newest write is at or below compacted and whose record is missing. Stores
-// written before compaction kept those records (see Compact) deleted the
-// whole log up to the compacted revision, yet the next write to such a key
-// needs its record to be undone. A store that crashed in the middle of a
-// sweep has them all; the restored records say nothing about what they
-// replaced, which no read needs at or below the compacted revision.
+// newest write is at or below compacted and whose record is missing. Before
+// compaction kept those records (see Compact), it deleted the whole log up
+// to the compacted revision, yet undoing the next write to such a key needs
+// its record. A store that crashed in the middle of a sweep has them all.
+// The restored records say nothing about what they replaced, which no read
+// at or after the compacted revision needs.
 func (s *Store) restoreCurrentRecords(compacted int64) error {
 	lower, upper := valueRange("")
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
