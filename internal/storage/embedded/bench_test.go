@@ -125,10 +125,7 @@ func BenchmarkGet(b *testing.B) {
 func BenchmarkReopen100k(b *testing.B) {
 	ctx := context.Background()
 	dir := b.TempDir()
-	s, err := Open(dir, Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := mustOpen(b, dir)
 	const keys = 100_000
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -148,10 +145,7 @@ func BenchmarkReopen100k(b *testing.B) {
 	}
 	b.ResetTimer()
 	for range b.N {
-		s, err := Open(dir, Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
+		s := mustOpen(b, dir)
 		if len(s.index) != keys {
 			b.Fatalf("reopened with %d keys, want %d", len(s.index), keys)
 		}

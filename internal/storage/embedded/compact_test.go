@@ -134,11 +134,11 @@ func TestCompactionKeepsWhatALaterWriteReplaced(t *testing.T) {
 func TestInterruptedSweepIsFinishedByTheNextCompaction(t *testing.T) {
 	ctx := testCtx(t)
 	dir := t.TempDir()
-	s, err := Open(dir, Options{})
+	s := mustOpen(t, dir)
+	rev, err := s.Create(ctx, "/k/a", []byte("v"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rev, _ := s.Create(ctx, "/k/a", []byte("v"))
 	for range 5 {
 		if rev, err = s.Update(ctx, "/k/a", rev, []byte("v")); err != nil {
 			t.Fatal(err)
@@ -177,10 +177,7 @@ func TestInterruptedSweepIsFinishedByTheNextCompaction(t *testing.T) {
 func TestOpenRestoresRecordsAnOldCompactionDeleted(t *testing.T) {
 	ctx := testCtx(t)
 	dir := t.TempDir()
-	s, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, dir)
 	a, _ := s.Create(ctx, "/k/a", []byte("a1"))
 	b, _ := s.Create(ctx, "/k/b", []byte("b1"))
 	b2, _ := s.Update(ctx, "/k/b", b, []byte("b2"))

@@ -23,10 +23,7 @@ func testCtx(t *testing.T) context.Context {
 func TestReopenKeepsStateAndRevision(t *testing.T) {
 	ctx := testCtx(t)
 	dir := t.TempDir()
-	s, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, dir)
 	a, _ := s.Create(ctx, "/k/a", []byte("a1"))
 	a2, _ := s.Update(ctx, "/k/a", a, []byte("a2"))
 	b, _ := s.Create(ctx, "/k/b", []byte("b1"))
@@ -68,12 +65,21 @@ func TestReopenKeepsStateAndRevision(t *testing.T) {
 	}
 }
 
-func openAt(t *testing.T, dir string) *Store {
+// mustOpen opens the store in dir with default options; the caller closes
+// it (tests that reopen a directory close it themselves).
+func mustOpen(t testing.TB, dir string) *Store {
 	t.Helper()
 	s, err := Open(dir, Options{})
 	if err != nil {
 		t.Fatalf("Open(%s): %v", dir, err)
 	}
+	return s
+}
+
+// openAt is mustOpen with Close at cleanup.
+func openAt(t *testing.T, dir string) *Store {
+	t.Helper()
+	s := mustOpen(t, dir)
 	t.Cleanup(func() {
 		if err := s.Close(); err != nil {
 			t.Errorf("Close: %v", err)
