@@ -171,7 +171,7 @@ func Run(ctx context.Context, cfg Config) error {
 		ErrorLog: nil,
 	}
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.ServeTLS(ln, "", "") }()
+	go func() { serveErr <- srv.ServeTLS(coalescingListener{ln}, "", "") }()
 	ready.set(true)
 	log.Info("serving", "address", "https://"+addr, "kubeconfig", kubeconfig, "dataDir", cfg.DataDir)
 	if cfg.Ready != nil {
