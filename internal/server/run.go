@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/leasehold/leasehold/internal/apiserver"
+	"github.com/leasehold/leasehold/internal/coalesce"
 	"github.com/leasehold/leasehold/internal/controller"
 	"github.com/leasehold/leasehold/internal/controller/namespaces"
 	"github.com/leasehold/leasehold/internal/discovery"
@@ -171,7 +172,7 @@ func Run(ctx context.Context, cfg Config) error {
 		ErrorLog: nil,
 	}
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.ServeTLS(coalescingListener{ln}, "", "") }()
+	go func() { serveErr <- srv.ServeTLS(coalesce.Listener{Listener: ln}, "", "") }()
 	ready.set(true)
 	log.Info("serving", "address", "https://"+addr, "kubeconfig", kubeconfig, "dataDir", cfg.DataDir)
 	if cfg.Ready != nil {

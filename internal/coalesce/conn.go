@@ -1,4 +1,4 @@
-package server
+package coalesce
 
 import (
 	"errors"
@@ -8,10 +8,9 @@ import (
 	"time"
 )
 
-// maxPendingWrite bounds the bytes a coalescing connection holds for its
-// writer: past it, Write blocks until the writer has sent them, so a peer
-// that stops reading still pushes back on the server as a plain connection
-// would.
+// maxPendingWrite bounds the bytes a connection holds for its writer: past
+// it, Write blocks until the writer has sent them, so a peer that stops
+// reading still pushes back on the writer as with a plain connection.
 const maxPendingWrite = 256 << 10
 
 // keepBuffer is the largest buffer a connection keeps between bursts; a
@@ -23,32 +22,24 @@ const keepBuffer = 64 << 10
 // frame, a TLS close_notify) to reach a peer before closing anyway.
 const closeFlushTimeout = time.Second
 
-// coalescingListener wraps the TCP listener under TLS so that each
-// connection's writes go through one writer goroutine that sends whatever
-// has gathered in a single system call.
-//
-// Why: Go's HTTP/2 server flushes its buffer whenever its write queue is
-// empty, and it queues a response's HEADERS frame, waits for it to be
-// written, then queues the DATA frame. A small response therefore costs
-// two TLS records and two write(2) calls, each delivering a segment
-// through the loopback stack, which was the largest share of a renewal's
-// server CPU. The writer yields once before sending, long enough for the
-// DATA frame flushed right behind the HEADERS frame to join it.
-type coalescingListener struct{ net.Listener }
+// Listener wraps a listener (the TCP one, under TLS) so that every
+// connection it accepts is a Conn.
+type Listener struct{ net.Listener }
 
-func (l coalescingListener) Accept() (net.Conn, error) {
+// Accept implements net.Listener.
+func (l Listener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return nil, err
 	}
-	return newCoalescingConn(c), nil
+	return NewConn(c), nil
 }
 
-// coalescingConn is a net.Conn whose Write hands bytes to the connection's
-// writer goroutine and returns. Invariants: bytes reach the peer in the
-// order they were written; a write error is sticky and every later Write
-// returns it; the writer goroutine exits before Close returns.
-type coalescingConn struct {
+// Conn is a net.Conn whose Write hands bytes to the connection's writer
+// goroutine and returns. Invariants: bytes reach the peer in the order they
+// were written; a write error is sticky and every later Write returns it;
+// the writer goroutine exits before Close returns.
+type Conn struct {
 	net.Conn
 
 	kick chan struct{} // capacity 1: pending has bytes the writer has not taken
@@ -64,8 +55,9 @@ type coalescingConn struct {
 	once    sync.Once
 }
 
-func newCoalescingConn(c net.Conn) *coalescingConn {
-	cc := &coalescingConn{
+// NewConn starts c's writer goroutine; Close stops it.
+func NewConn(c net.Conn) *Conn {
+	cc := &Conn{
 		Conn: c,
 		kick: make(chan struct{}, 1),
 		stop: make(chan struct{}),
@@ -76,7 +68,9 @@ func newCoalescingConn(c net.Conn) *coalescingConn {
 	return cc
 }
 
-func (c *coalescingConn) Write(p []byte) (int, error) {
+// Write implements net.Conn: it queues p for the writer and returns, or
+// blocks while maxPendingWrite bytes are queued already.
+func (c *Conn) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for c.err == nil && !c.closing && len(c.pending) >= maxPendingWrite {
@@ -100,7 +94,7 @@ func (c *coalescingConn) Write(p []byte) (int, error) {
 
 // run is the connection's writer. It owns the underlying connection's
 // Write; Close stops it.
-func (c *coalescingConn) run() {
+func (c *Conn) run() {
 	defer close(c.done)
 	for {
 		select {
@@ -120,7 +114,7 @@ func (c *coalescingConn) run() {
 
 // send writes everything pending in one call and reports whether the
 // connection is still usable.
-func (c *coalescingConn) send() bool {
+func (c *Conn) send() bool {
 	c.mu.Lock()
 	buf := c.pending
 	c.pending = c.spare[:0]
@@ -145,7 +139,7 @@ func (c *coalescingConn) send() bool {
 
 // Close sends what is pending (bounded by closeFlushTimeout), stops the
 // writer and closes the connection.
-func (c *coalescingConn) Close() error {
+func (c *Conn) Close() error {
 	var err error
 	c.once.Do(func() {
 		c.mu.Lock()

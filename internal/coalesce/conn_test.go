@@ -1,4 +1,4 @@
-package server
+package coalesce
 
 import (
 	"bufio"
@@ -16,7 +16,7 @@ import (
 
 // tcpPair returns both ends of a loopback TCP connection, the server end
 // wrapped as the coalescing listener wraps it.
-func tcpPair(t *testing.T) (*coalescingConn, net.Conn) {
+func tcpPair(t *testing.T) (*Conn, net.Conn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -25,7 +25,7 @@ func tcpPair(t *testing.T) (*coalescingConn, net.Conn) {
 	defer func() { _ = ln.Close() }()
 	accepted := make(chan net.Conn, 1)
 	go func() {
-		c, err := coalescingListener{ln}.Accept()
+		c, err := Listener{ln}.Accept()
 		if err != nil {
 			accepted <- nil
 			return
@@ -41,10 +41,10 @@ func tcpPair(t *testing.T) (*coalescingConn, net.Conn) {
 		t.Fatal("accept failed")
 	}
 	t.Cleanup(func() { _ = server.Close(); _ = peer.Close() })
-	return server.(*coalescingConn), peer
+	return server.(*Conn), peer
 }
 
-func TestCoalescingConnKeepsEachWritersOrder(t *testing.T) {
+func TestConnKeepsEachWritersOrder(t *testing.T) {
 	server, peer := tcpPair(t)
 	const writers, each = 8, 2000
 	var wg sync.WaitGroup
@@ -93,7 +93,7 @@ func TestCoalescingConnKeepsEachWritersOrder(t *testing.T) {
 	}
 }
 
-func TestCoalescingConnCloseSendsWhatIsPending(t *testing.T) {
+func TestConnCloseSendsWhatIsPending(t *testing.T) {
 	server, peer := tcpPair(t)
 	want := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB, four times the pending limit
 	got := make(chan []byte, 1)
@@ -151,9 +151,9 @@ func (g *gatedConn) recorded() []string {
 	return append([]string(nil), g.writes...)
 }
 
-func TestCoalescingConnGathersWritesMadeDuringASend(t *testing.T) {
+func TestConnGathersWritesMadeDuringASend(t *testing.T) {
 	g := newGatedConn(t)
-	c := newCoalescingConn(g)
+	c := NewConn(g)
 	if _, err := c.Write([]byte("headers;")); err != nil {
 		t.Fatal(err)
 	}
@@ -173,9 +173,9 @@ func TestCoalescingConnGathersWritesMadeDuringASend(t *testing.T) {
 	}
 }
 
-func TestCoalescingConnWriteBlocksPastTheLimit(t *testing.T) {
+func TestConnWriteBlocksPastTheLimit(t *testing.T) {
 	g := newGatedConn(t)
-	c := newCoalescingConn(g)
+	c := NewConn(g)
 	if _, err := c.Write([]byte("x")); err != nil {
 		t.Fatal(err)
 	}
@@ -207,9 +207,9 @@ func TestCoalescingConnWriteBlocksPastTheLimit(t *testing.T) {
 	}
 }
 
-func TestCoalescingConnWriteErrorIsSticky(t *testing.T) {
+func TestConnWriteErrorIsSticky(t *testing.T) {
 	a, b := net.Pipe()
-	c := newCoalescingConn(a)
+	c := NewConn(a)
 	defer func() { _ = c.Close() }()
 	_ = b.Close()
 	deadline := time.Now().Add(10 * time.Second)
@@ -226,10 +226,10 @@ func TestCoalescingConnWriteErrorIsSticky(t *testing.T) {
 	}
 }
 
-func TestCoalescingConnCloseGivesUpOnAPeerThatDoesNotRead(t *testing.T) {
+func TestConnCloseGivesUpOnAPeerThatDoesNotRead(t *testing.T) {
 	a, b := net.Pipe() // synchronous: nothing is sent until b reads, and b never does
 	defer func() { _ = b.Close() }()
-	c := newCoalescingConn(a)
+	c := NewConn(a)
 	if _, err := c.Write([]byte("never read")); err != nil {
 		t.Fatal(err)
 	}
