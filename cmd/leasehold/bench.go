@@ -274,7 +274,7 @@ but not measured. Nodes are named bench-fleet-NNNNNN and labelled
 	fl := cmd.Flags()
 	fl.IntVar(&nodes, "nodes", 1000, "number of node agents")
 	fl.IntVar(&connections, "connections", 4, "number of client pairs (each its own registration and heartbeat connection) the agents share")
-	fl.Int32Var(&leaseSeconds, "lease-duration-seconds", bench.DefaultLeaseDurationSeconds, "node lease duration; each node renews every quarter of it")
+	fl.Int32Var(&leaseSeconds, "lease-duration-seconds", bench.DefaultLeaseDurationSeconds, "node lease duration; each node renews every quarter of it (keep the server's --node-monitor-grace-period, 50s by default, above it as Kubernetes does, or the server marks the nodes Unknown)")
 	fl.DurationVar(&ramp, "ramp", 0, "spread the agents' starts over this long (default: 1ms per node, at least one renewal interval)")
 	fl.DurationVar(&statusEvery, "node-status-update-frequency", 10*time.Second, "how often each agent reads its Node for a status report (the kubelet's default)")
 	return cmd
