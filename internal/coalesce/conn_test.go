@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -239,5 +241,72 @@ func TestConnCloseGivesUpOnAPeerThatDoesNotRead(t *testing.T) {
 	}
 	if took := time.Since(start); took > closeFlushTimeout+5*time.Second {
 		t.Fatalf("Close took %v with a stuck peer", took)
+	}
+}
+
+// countingReader reads at most 7000 bytes a call (a slow peer, so that
+// writers hit the pending limit) and counts what it read.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c countingReader) Read(p []byte) (int, error) {
+	if len(p) > 7000 {
+		p = p[:7000]
+	}
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// TestConnDeliversEverythingWithoutClose has 16 goroutines write bursts of
+// mixed sizes (some past the pending limit) to a slow peer, then checks that
+// every byte arrives while the connection stays open: a lost wake-up of the
+// writer would leave bytes pending until Close.
+func TestConnDeliversEverythingWithoutClose(t *testing.T) {
+	server, peer := tcpPair(t)
+	var sent, received atomic.Int64
+	go func() { _, _ = io.Copy(io.Discard, countingReader{peer, &received}) }()
+	var wg sync.WaitGroup
+	stop := time.Now().Add(time.Second)
+	for g := range 16 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(g), 1))
+			buf := make([]byte, maxPendingWrite+maxPendingWrite/4)
+			for time.Now().Before(stop) {
+				n := r.IntN(40)
+				if r.IntN(50) == 0 {
+					n = r.IntN(len(buf))
+				}
+				if _, err := server.Write(buf[:n]); err != nil {
+					t.Errorf("write: %v", err)
+					return
+				}
+				sent.Add(int64(n))
+				if r.IntN(4) == 0 {
+					time.Sleep(time.Duration(r.IntN(50)) * time.Microsecond)
+				}
+			}
+		})
+	}
+	writersDone := make(chan struct{})
+	go func() { wg.Wait(); close(writersDone) }()
+	select {
+	case <-writersDone:
+	case <-time.After(15 * time.Second):
+		// A writer that stopped sending leaves Write blocked at the limit;
+		// Close unblocks it.
+		t.Errorf("writers still blocked 14 s after they stopped starting writes")
+		_ = server.Close()
+		<-writersDone
+		return
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for received.Load() != sent.Load() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if r, s := received.Load(), sent.Load(); r != s {
+		t.Fatalf("peer received %d of the %d bytes written, with the connection open", r, s)
 	}
 }
