@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 
+	"github.com/leasehold/leasehold/internal/intern"
 	"github.com/leasehold/leasehold/internal/registry"
 )
 
@@ -54,8 +55,13 @@ func decodeStored(dec runtime.Decoder, res *registry.Resource, value []byte, rev
 // StorageDecoder returns the watch cache's decode function: it finds the
 // resource a key belongs to and decodes the stored value as that resource's
 // storage version (the first registered version of a storage resource).
+// The objects it returns share their repeated strings through one intern
+// table (see package intern): the cache holds every object for as long as it
+// is current or in the event window, and their copies of the same reasons,
+// labels and managedFields were a large share of its memory.
 func StorageDecoder(scheme *runtime.Scheme, resources *registry.Set) func(key string, value []byte, rev int64) (runtime.Object, error) {
 	_, dec := newStorageCodec(scheme)
+	table := intern.New()
 	byPrefix := map[string]*registry.Resource{}
 	for _, r := range resources.All() {
 		if _, ok := byPrefix[r.KeyPrefix("")]; !ok {
@@ -72,7 +78,12 @@ func StorageDecoder(scheme *runtime.Scheme, resources *registry.Set) func(key st
 		if !ok {
 			return nil, fmt.Errorf("key %q belongs to no served resource", key)
 		}
-		return decodeStored(dec, res, value, rev)
+		obj, err := decodeStored(dec, res, value, rev)
+		if err != nil {
+			return nil, err
+		}
+		table.Object(obj)
+		return obj, nil
 	}
 }
 

@@ -1,0 +1,58 @@
+package apiserver_test
+
+import (
+	"bytes"
+	"testing"
+	"time"
+	"unsafe"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+
+	"github.com/leasehold/leasehold/internal/apiserver"
+	"github.com/leasehold/leasehold/internal/registry"
+	"github.com/leasehold/leasehold/internal/server"
+)
+
+// TestStorageDecoderSharesRepeatedStrings checks that what the watch cache
+// holds shares the strings its objects repeat (see package intern) and
+// still decodes to the stored values, resourceVersion included.
+func TestStorageDecoderSharesRepeatedStrings(t *testing.T) {
+	scheme, err := registry.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	decode := apiserver.StorageDecoder(scheme, server.Resources(time.Now))
+	enc := protobuf.NewSerializer(scheme, scheme)
+	stored := func(name string) []byte {
+		n := &corev1.Node{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/os": "linux"}},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{
+				Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status",
+			}}},
+		}
+		var raw bytes.Buffer
+		if err := enc.Encode(n, &raw); err != nil {
+			t.Fatal(err)
+		}
+		return raw.Bytes()
+	}
+	objA, err := decode("/registry/nodes/a", stored("a"), 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objB, err := decode("/registry/nodes/b", stored("b"), 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := objA.(*corev1.Node), objB.(*corev1.Node)
+	if a.Name != "a" || b.Name != "b" || a.ResourceVersion != "7" || b.ResourceVersion != "8" || a.Labels["kubernetes.io/os"] != "linux" {
+		t.Fatalf("decoded %s@%s and %s@%s, labels %v", a.Name, a.ResourceVersion, b.Name, b.ResourceVersion, a.Labels)
+	}
+	ma, mb := a.Status.Conditions[0].Message, b.Status.Conditions[0].Message
+	if ma != "kubelet is posting ready status" || unsafe.StringData(ma) != unsafe.StringData(mb) {
+		t.Errorf("the two nodes' Ready messages (%q) do not share their bytes", ma)
+	}
+}

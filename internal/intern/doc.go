@@ -1,0 +1,26 @@
+// Package intern makes the objects the watch cache holds share the memory of
+// their repeated strings.
+//
+// Why: a decoded object owns a fresh copy of every string in it. A fleet of
+// 100,000 nodes holds 100,000 copies of each condition's reason and message,
+// of every label key, and of the managedFields sets (several hundred bytes of
+// JSON that are the same for every node), and each renewal of a lease in the
+// cache's event window repeats its name, namespace, holder, owner and
+// managedFields. Interning keeps one copy of each distinct value.
+//
+// How: a Table maps the hash of a string to weak pointers at the canonical
+// copies, so a value stays canonical exactly as long as some object still
+// references it, and entries whose value was collected are swept once the
+// table has doubled since its last sweep. Object walks the exported fields
+// of a decoded object by reflection (a plan per type, built once) and
+// replaces every string, []byte and string-keyed map entry by its canonical
+// copy; fields named ResourceVersion are left alone, as they differ in
+// every version and would only churn the table.
+//
+// Invariants: interning never changes an object's value (it stays
+// DeepEqual), only where its bytes live. A []byte is replaced by one that
+// aliases a canonical string, so an interned object must never be written
+// in place: this is the watch cache's rule already (objects are never
+// mutated after publication; callers DeepCopy first, which copies the
+// bytes). A Table is safe for concurrent use.
+package intern
