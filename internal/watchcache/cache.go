@@ -188,6 +188,21 @@ func (c *Cache) Get(key string) (runtime.Object, bool) {
 	return e.obj, true
 }
 
+// GetUnder is Get(prefix + name) without building the key on the heap:
+// controllers that look up one object per node on every pass would
+// otherwise allocate a key each time.
+func (c *Cache) GetUnder(prefix, name string) (runtime.Object, bool) {
+	var buf [128]byte
+	key := append(append(buf[:0], prefix...), name...)
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e, ok := c.objects[string(key)]
+	if !ok {
+		return nil, false
+	}
+	return e.obj, true
+}
+
 // List returns the current objects whose key starts with prefix and that pred
 // accepts (all if pred is nil), in key order, and the revision they are the
 // state at. The objects are shared: DeepCopy them before changing them. pred

@@ -3,6 +3,7 @@ package watchcache
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,6 +58,16 @@ func TestListAndGetServeTheListedState(t *testing.T) {
 	}
 	if _, ok := c.Get(leaseKey("b", "missing")); ok {
 		t.Fatal("Get of a missing key found something")
+	}
+	if under, ok := c.GetUnder(leasePrefix+"b/", "l00001"); !ok || under != obj {
+		t.Fatalf("GetUnder(prefix, name) = %v, %v; want Get's object", under, ok)
+	}
+	long := strings.Repeat("n", 300) // past GetUnder's stack buffer
+	if _, ok := c.GetUnder(leasePrefix+"b/", long); ok {
+		t.Fatal("GetUnder of a missing long name found something")
+	}
+	if _, ok := c.GetUnder(leasePrefix+"b/", "missing"); ok {
+		t.Fatal("GetUnder of a missing key found something")
 	}
 
 	pred := func(o runtime.Object) bool { return holderOf(o) == "x" }

@@ -21,13 +21,23 @@ import (
 type apiCluster struct {
 	cache    *watchcache.Cache
 	client   kubernetes.Interface
-	nodesRes *registry.Resource
-	leaseRes *registry.Resource
 	recorder record.EventRecorder
+	// nodePrefix and leasePrefix are the key prefixes of nodes and of the
+	// leases in kube-node-lease, built once: every pass looks up a lease
+	// per node.
+	nodePrefix, leasePrefix string
+}
+
+func newAPICluster(cache *watchcache.Cache, client kubernetes.Interface, nodes, leases *registry.Resource) *apiCluster {
+	return &apiCluster{
+		cache: cache, client: client,
+		nodePrefix:  nodes.KeyPrefix(""),
+		leasePrefix: leases.KeyPrefix(corev1.NamespaceNodeLease),
+	}
 }
 
 func (a *apiCluster) nodes() []*corev1.Node {
-	objs, _ := a.cache.List(a.nodesRes.KeyPrefix(""), nil)
+	objs, _ := a.cache.List(a.nodePrefix, nil)
 	out := make([]*corev1.Node, 0, len(objs))
 	for _, o := range objs {
 		if n, ok := o.(*corev1.Node); ok {
@@ -38,7 +48,7 @@ func (a *apiCluster) nodes() []*corev1.Node {
 }
 
 func (a *apiCluster) node(name string) (*corev1.Node, bool) {
-	o, ok := a.cache.Get(a.nodesRes.Key("", name))
+	o, ok := a.cache.GetUnder(a.nodePrefix, name)
 	if !ok {
 		return nil, false
 	}
@@ -47,7 +57,7 @@ func (a *apiCluster) node(name string) (*corev1.Node, bool) {
 }
 
 func (a *apiCluster) nodeLease(name string) *coordinationv1.Lease {
-	o, ok := a.cache.Get(a.leaseRes.Key(corev1.NamespaceNodeLease, name))
+	o, ok := a.cache.GetUnder(a.leasePrefix, name)
 	if !ok {
 		return nil
 	}

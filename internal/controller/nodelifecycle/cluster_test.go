@@ -26,7 +26,7 @@ type memCluster struct {
 	// mu serialises the writes, which a pass makes from several goroutines
 	// (inParallel); reads come after the pass has joined them.
 	mu     sync.Mutex
-	t      *testing.T
+	t      testing.TB
 	clock  *clocktesting.FakeClock
 	rv     int
 	objs   map[string]*corev1.Node
@@ -39,7 +39,7 @@ type recorded struct{ node, reason, message string }
 
 var nodesGR = schema.GroupResource{Resource: "nodes"}
 
-func newMemCluster(t *testing.T, start time.Time) *memCluster {
+func newMemCluster(t testing.TB, start time.Time) *memCluster {
 	return &memCluster{
 		t:      t,
 		clock:  clocktesting.NewFakeClock(start),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,7 +22,12 @@ type Controller struct {
 
 	// known are the nodes seen in the last pass, by name, with their uid (a
 	// node deleted and registered again under its name is a new node).
-	known map[string]types.UID
+	known map[string]knownNode
+	// pass counts monitor passes; classify marks the nodes it sees with it.
+	pass uint64
+	// updates is the pass's per-node decisions, kept between passes (and
+	// cleared, so it holds no node) to save a large allocation per pass.
+	updates []healthUpdate
 	// health is the per-node bookkeeping of updateHealth.
 	health map[string]*nodeHealth
 	// zoneStates and tainters are per zone key.
@@ -39,7 +45,7 @@ func newController(cfg Config, cl cluster) (*Controller, error) {
 		clock:      cfg.Clock,
 		log:        cfg.Logger,
 		cluster:    cl,
-		known:      map[string]types.UID{},
+		known:      map[string]knownNode{},
 		health:     map[string]*nodeHealth{},
 		zoneStates: map[string]zoneState{},
 		tainters:   map[string]*taintQueue{},
@@ -70,10 +76,14 @@ func (c *Controller) monitor(ctx context.Context) {
 
 	// Decide for every node on this goroutine, write the timed-out statuses
 	// in parallel, then act on the outcomes in node order.
-	updates := make([]healthUpdate, len(nodes))
+	updates := slices.Grow(c.updates[:0], len(nodes))[:len(nodes)]
+	defer func() {
+		clear(updates)
+		c.updates = updates[:0]
+	}()
 	var writes []*healthUpdate
 	for i, n := range nodes {
-		updates[i] = c.assessHealth(n)
+		c.assessHealth(n, &updates[i])
 		if updates[i].write != nil {
 			writes = append(writes, &updates[i])
 		}
@@ -107,22 +117,30 @@ func (c *Controller) monitor(ctx context.Context) {
 	}
 	c.handleDisruption(ctx, zoneConds, nodes)
 	// NoSchedule taints follow node changes as they are watched; going over
-	// every node here too retries any write that failed then.
-	names := make([]string, len(nodes))
-	for i, n := range nodes {
-		names[i] = n.Name
+	// every node here too retries any write that failed then. A node this
+	// pass wrote is read again (its conditions changed); the others are
+	// judged as listed, which saves a lookup per node.
+	for i := range updates {
+		if updates[i].write != nil {
+			n, ok := c.cluster.node(updates[i].node.Name)
+			if !ok {
+				n = nil // deleted since: nothing to taint
+			}
+			nodes[i] = n
+		}
 	}
-	c.noSchedulePasses(ctx, names)
+	c.noScheduleNodes(ctx, nodes)
 }
 
 // classify compares nodes with those known from the last pass: new ones get
 // RegisteredNode, gone ones RemovingNode.
 func (c *Controller) classify(nodes []*corev1.Node) {
-	seen := make(map[string]bool, len(nodes))
+	c.pass++
 	for _, n := range nodes {
-		seen[n.Name] = true
-		uid, ok := c.known[n.Name]
-		if ok && uid == n.UID {
+		k, ok := c.known[n.Name]
+		if ok && k.uid == n.UID {
+			k.seen = c.pass
+			c.known[n.Name] = k
 			continue
 		}
 		if ok {
@@ -130,21 +148,27 @@ func (c *Controller) classify(nodes []*corev1.Node) {
 		}
 		c.log.Info("observed a new node", "node", n.Name)
 		c.cluster.event(n, "RegisteredNode", "Node %s event: %s", n.Name, fmt.Sprintf("Registered Node %s in Controller", n.Name))
-		c.known[n.Name] = n.UID
+		c.known[n.Name] = knownNode{uid: n.UID, seen: c.pass}
 		c.queue(zoneKey(n))
 	}
-	for name := range c.known {
-		if !seen[name] {
+	for name, k := range c.known {
+		if k.seen != c.pass {
 			c.forgetNode(name)
 		}
 	}
+}
+
+// knownNode is a node as classify last saw it: its uid, and the pass.
+type knownNode struct {
+	uid  types.UID
+	seen uint64
 }
 
 // forgetNode drops a node that is gone or was replaced by a new object of
 // the same name.
 func (c *Controller) forgetNode(name string) {
 	c.log.Info("node removed", "node", name)
-	ref := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: c.known[name]}}
+	ref := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: c.known[name].uid}}
 	c.cluster.event(ref, "RemovingNode", "Node %s event: %s", name, fmt.Sprintf("Removing Node %s from Controller", name))
 	delete(c.known, name)
 	delete(c.health, name)

@@ -48,7 +48,7 @@ func (r *Runner) build() (*Controller, *apiCluster, error) {
 	if !ok {
 		return nil, nil, errors.New("node lifecycle controller: leases are not served")
 	}
-	api := &apiCluster{cache: r.cc.Cache, client: r.cc.Client, nodesRes: nodes, leaseRes: leases}
+	api := newAPICluster(r.cc.Cache, r.cc.Client, nodes, leases)
 	c, err := newController(r.cfg, api)
 	if err != nil {
 		return nil, nil, fmt.Errorf("node lifecycle controller: %w", err)
@@ -94,7 +94,7 @@ func (r *Runner) Run(ctx context.Context) error {
 			// (Re)subscribe with the current state: a watcher that fell
 			// behind closes, and every node is then reconciled again.
 			var err error
-			w, err = api.cache.Watch(ctx, watchcache.WatchOptions{Prefix: api.nodesRes.KeyPrefix(""), InitialState: true})
+			w, err = api.cache.Watch(ctx, watchcache.WatchOptions{Prefix: api.nodePrefix, InitialState: true})
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil

@@ -110,6 +110,18 @@ func (c *Controller) taintPass(ctx context.Context) {
 // (doNoScheduleTaintingPass), writing in parallel. It runs whenever nodes
 // change.
 func (c *Controller) noSchedulePasses(ctx context.Context, names []string) {
+	nodes := make([]*corev1.Node, 0, len(names))
+	for _, name := range names {
+		if n, ok := c.cluster.node(name); ok {
+			nodes = append(nodes, n)
+		}
+	}
+	c.noScheduleNodes(ctx, nodes)
+}
+
+// noScheduleNodes is noSchedulePasses for node objects already read (nil
+// ones are skipped).
+func (c *Controller) noScheduleNodes(ctx context.Context, nodes []*corev1.Node) {
 	type swap struct {
 		name        string
 		add, remove []corev1.Taint
@@ -117,16 +129,15 @@ func (c *Controller) noSchedulePasses(ctx context.Context, names []string) {
 	}
 	var swaps []swap
 	now := metav1.NewTime(c.clock.Now())
-	for _, name := range names {
-		n, ok := c.cluster.node(name)
-		if !ok {
+	for _, n := range nodes {
+		if n == nil {
 			continue
 		}
 		add, remove := noScheduleDiff(n)
 		if len(add) == 0 && len(remove) == 0 {
 			continue
 		}
-		swaps = append(swaps, swap{name: name, add: stamped(add, now), remove: remove})
+		swaps = append(swaps, swap{name: n.Name, add: stamped(add, now), remove: remove})
 	}
 	inParallel(len(swaps), func(i int) {
 		swaps[i].err = c.cluster.swapTaints(ctx, swaps[i].name, swaps[i].add, swaps[i].remove)
