@@ -32,7 +32,7 @@ type graph struct {
 	nodes map[string]*node
 	// dependents: owner key → dependent key → the uid the dependent's
 	// reference names.
-	dependents map[string]map[string]types.UID
+	dependents map[string]dependentSet
 	byUID      map[types.UID]string
 	// rev is the cache revision the graph reflects; 0 while a snapshot is
 	// still being loaded.
@@ -42,7 +42,7 @@ type graph struct {
 func newGraph() *graph {
 	return &graph{
 		nodes:      map[string]*node{},
-		dependents: map[string]map[string]types.UID{},
+		dependents: map[string]dependentSet{},
 		byUID:      map[types.UID]string{},
 	}
 }
@@ -69,11 +69,8 @@ func (g *graph) set(key string, n *node) *node {
 	g.byUID[n.uid] = key
 	for _, e := range n.owners {
 		deps := g.dependents[e.owner]
-		if deps == nil {
-			deps = map[string]types.UID{}
-			g.dependents[e.owner] = deps
-		}
-		deps[key] = e.uid
+		deps.put(key, e.uid)
+		g.dependents[e.owner] = deps
 	}
 	return old
 }
@@ -96,10 +93,15 @@ func (g *graph) remove(key string) *node {
 
 func (g *graph) unlinkLocked(key string, owners []edge) {
 	for _, e := range owners {
-		deps := g.dependents[e.owner]
-		delete(deps, key)
-		if len(deps) == 0 {
+		deps, ok := g.dependents[e.owner]
+		if !ok {
+			continue
+		}
+		deps.remove(key)
+		if deps.len() == 0 {
 			delete(g.dependents, e.owner)
+		} else {
+			g.dependents[e.owner] = deps
 		}
 	}
 }
@@ -110,26 +112,15 @@ func (g *graph) dependentsOf(owner string) map[string]types.UID {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	deps := g.dependents[owner]
-	if len(deps) == 0 {
-		return nil
-	}
-	out := make(map[string]types.UID, len(deps))
-	for k, u := range deps {
-		out[k] = u
-	}
-	return out
+	return deps.copy()
 }
 
 // hasDependents tells whether any object references the owner key with uid.
 func (g *graph) hasDependents(owner string, uid types.UID) bool {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	for _, u := range g.dependents[owner] {
-		if u == uid {
-			return true
-		}
-	}
-	return false
+	deps := g.dependents[owner]
+	return deps.references(uid)
 }
 
 // deletingDependents tells whether the graph knows key as an owner waiting
@@ -166,7 +157,7 @@ func (g *graph) reset() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.nodes = map[string]*node{}
-	g.dependents = map[string]map[string]types.UID{}
+	g.dependents = map[string]dependentSet{}
 	g.byUID = map[types.UID]string{}
 	g.rev = 0
 }
