@@ -33,15 +33,21 @@ func node(t testing.TB, name, rv string) *corev1.Node {
 			Message: "kubelet is posting ready status", LastHeartbeatTime: now,
 		}}},
 	}
-	raw, err := n.Marshal()
+	out := &corev1.Node{}
+	viaProtobuf(t, n, out)
+	return out
+}
+
+// viaProtobuf decodes into out what in encodes to.
+func viaProtobuf(t testing.TB, in interface{ Marshal() ([]byte, error) }, out interface{ Unmarshal([]byte) error }) {
+	t.Helper()
+	raw, err := in.Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := &corev1.Node{}
 	if err := out.Unmarshal(raw); err != nil {
 		t.Fatal(err)
 	}
-	return out
 }
 
 func sameData(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
@@ -103,14 +109,8 @@ func TestObjectSharesAcrossVersionsOfOneObject(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Name: "node-a", Namespace: "kube-node-lease", ResourceVersion: rv},
 			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder},
 		}
-		raw, err := l.Marshal()
-		if err != nil {
-			t.Fatal(err)
-		}
 		out := &coordinationv1.Lease{}
-		if err := out.Unmarshal(raw); err != nil {
-			t.Fatal(err)
-		}
+		viaProtobuf(t, l, out)
 		return out
 	}
 	v1, v2 := lease("1"), lease("2")

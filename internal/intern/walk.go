@@ -49,20 +49,10 @@ func (t *Table) buildLocked(typ reflect.Type) walkFunc {
 	switch typ.Kind() {
 	case reflect.String:
 		return internString
-	case reflect.Slice:
-		if typ.Elem().Kind() == reflect.Uint8 {
+	case reflect.Slice, reflect.Array:
+		if typ.Kind() == reflect.Slice && typ.Elem().Kind() == reflect.Uint8 {
 			return internBytes
 		}
-		elem := t.planLocked(typ.Elem())
-		if elem == nil {
-			return nil
-		}
-		return func(t *Table, v reflect.Value) {
-			for i := range v.Len() {
-				elem(t, v.Index(i))
-			}
-		}
-	case reflect.Array:
 		elem := t.planLocked(typ.Elem())
 		if elem == nil {
 			return nil
