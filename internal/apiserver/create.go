@@ -106,7 +106,7 @@ func (s *Server) createObject(ctx context.Context, res *registry.Resource, names
 		return nil, err
 	}
 	if wo.dryRun {
-		if existing, _ := s.getCurrent(ctx, key, -1); existing != nil {
+		if existing, _ := s.getCurrent(ctx, res, key, -1); existing != nil {
 			return nil, apierrors.NewAlreadyExists(res.GroupResource(), acc.GetName())
 		}
 		return obj, nil
@@ -154,9 +154,9 @@ func (s *Server) namespaceExists(ctx context.Context, namespace string) error {
 		return nil
 	}
 	// A namespace seen in the cache exists; only a miss needs a consistent read.
-	obj, err := s.getCurrent(ctx, nsRes.Key("", namespace), 0)
+	obj, err := s.getCurrent(ctx, nsRes, nsRes.Key("", namespace), 0)
 	if err == nil && obj == nil {
-		obj, err = s.getCurrent(ctx, nsRes.Key("", namespace), -1)
+		obj, err = s.getCurrent(ctx, nsRes, nsRes.Key("", namespace), -1)
 	}
 	if err != nil {
 		return err

@@ -104,7 +104,7 @@ func (s *Server) deleteObject(ctx context.Context, res *registry.Resource, names
 	key := res.Key(namespace, name)
 	dryRun := len(opts.DryRun) > 0
 	for attempt := 0; ; attempt++ {
-		cur, err := s.getCurrent(ctx, key, -1)
+		cur, err := s.getCurrent(ctx, res, key, -1)
 		if err != nil {
 			return nil, false, err
 		}

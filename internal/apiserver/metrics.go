@@ -11,6 +11,9 @@ type Metrics struct {
 	Latency        *prometheus.HistogramVec
 	OpenWatches    *prometheus.GaugeVec
 	WatchEventsOut *prometheus.CounterVec
+	// StorageReads counts single-object reads the watch cache could not
+	// answer because it lagged behind the store.
+	StorageReads *prometheus.CounterVec
 }
 
 // NewMetrics creates the metrics and registers them on reg (nil: unregistered,
@@ -34,9 +37,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "apiserver_watch_events_total",
 			Help: "Number of events sent in watch clients.",
 		}, []string{"group", "resource"}),
+		StorageReads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "leasehold_apiserver_storage_reads_total",
+			Help: "Reads of one object served from storage because the watch cache had not caught up with it.",
+		}, []string{"group", "resource"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Requests, m.Latency, m.OpenWatches, m.WatchEventsOut)
+		reg.MustRegister(m.Requests, m.Latency, m.OpenWatches, m.WatchEventsOut, m.StorageReads)
 	}
 	return m
 }

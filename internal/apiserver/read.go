@@ -2,16 +2,19 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/leasehold/leasehold/internal/registry"
+	"github.com/leasehold/leasehold/internal/storage"
 )
 
 // freshnessWait bounds how long a read waits for the cache to catch up.
@@ -59,16 +62,66 @@ func readRV(param string) (int64, error) {
 	return parseRV(param)
 }
 
-// getCurrent returns the cached object at key after a consistent wait, or nil.
-func (s *Server) getCurrent(ctx context.Context, key string, minRV int64) (runtime.Object, error) {
-	if err := s.waitFresh(ctx, minRV); err != nil {
-		return nil, err
+// getCurrent returns the object at key, at least as new as minRV (< 0: as
+// new as the store, a consistent read), or nil when there is none.
+//
+// The cache answers whenever it has caught up. When it lags (a burst of
+// writes is still being decoded into it), the one key is read from storage
+// instead, as kube-apiserver reads etcd for a GET without a resourceVersion
+// and before every update: waiting for the cache would turn its lag into
+// 504s on exactly the requests that write. Only a minRV newer than the store
+// waits for the cache, and times out with Kubernetes' "Too large resource
+// version".
+func (s *Server) getCurrent(ctx context.Context, res *registry.Resource, key string, minRV int64) (runtime.Object, error) {
+	if minRV >= 0 && s.cfg.Cache.Revision() >= minRV {
+		return s.cached(key), nil
 	}
+	storeRV, err := s.cfg.Store.CurrentRevision(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading current revision: %w", err)
+	}
+	if minRV < 0 {
+		minRV = storeRV
+	}
+	switch {
+	case s.cfg.Cache.Revision() >= minRV:
+		return s.cached(key), nil
+	case minRV > storeRV:
+		if err := s.waitFresh(ctx, minRV); err != nil {
+			return nil, err
+		}
+		return s.cached(key), nil
+	}
+	return s.getStored(ctx, res, key)
+}
+
+// cached returns the cache's object at key, or nil.
+func (s *Server) cached(key string) runtime.Object {
 	obj, ok := s.cfg.Cache.Get(key)
 	if !ok {
+		return nil
+	}
+	return obj
+}
+
+// getStored reads key's newest value from storage. The cache's object is
+// reused when it is that same version (the cache lagged on other keys), so
+// only a key written since costs a decode.
+func (s *Server) getStored(ctx context.Context, res *registry.Resource, key string) (runtime.Object, error) {
+	s.cfg.Metrics.StorageReads.WithLabelValues(res.GroupVersion.Group, res.Resource).Inc()
+	kv, err := s.cfg.Store.Get(ctx, key)
+	if errors.Is(err, storage.ErrNotFound) {
 		return nil, nil
 	}
-	return obj, nil
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", key, err)
+	}
+	if obj := s.cached(key); obj != nil {
+		if acc, err := meta.Accessor(obj); err == nil && acc.GetResourceVersion() == strconv.FormatInt(kv.ModRevision, 10) {
+			return obj, nil
+		}
+	}
+	return decodeStored(s.storageDec, res, kv.Value, kv.ModRevision)
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
@@ -83,7 +136,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, res *registry.Resou
 	if n, err = withTableOptions(n, r.URL.Query()); err != nil {
 		return err
 	}
-	obj, err := s.getCurrent(r.Context(), res.Key(info.namespace, info.name), rv)
+	obj, err := s.getCurrent(r.Context(), res, res.Key(info.namespace, info.name), rv)
 	if err != nil {
 		return err
 	}

@@ -34,9 +34,23 @@ func (trustAll) Authenticate(*http.Request) (apiserver.User, bool) {
 	return apiserver.User{Name: "bench", Groups: []string{"system:masters"}}, true
 }
 
-// handlerUnderBench is the resource handler with its real store, watch cache
+// directHandler is the resource handler with its real store, watch cache
 // and field managers, as serve wires them, minus HTTP/2 and TLS.
-func handlerUnderBench(b *testing.B) (*apiserver.Server, *runtime.Scheme) {
+type directHandler struct {
+	api     *apiserver.Server
+	scheme  *runtime.Scheme
+	metrics *apiserver.Metrics
+	// stopCache stops feeding the watch cache: from then on it lags the
+	// store by every later write, as it does for a while under write load.
+	stopCache func()
+}
+
+func handlerUnderBench(b testing.TB) (*apiserver.Server, *runtime.Scheme) {
+	h := newDirectHandler(b)
+	return h.api, h.scheme
+}
+
+func newDirectHandler(b testing.TB) *directHandler {
 	b.Helper()
 	store, err := embedded.Open(b.TempDir(), embedded.Options{})
 	if err != nil {
@@ -63,13 +77,15 @@ func handlerUnderBench(b *testing.B) (*apiserver.Server, *runtime.Scheme) {
 		defer close(done)
 		_ = cache.Run(ctx)
 	}()
-	b.Cleanup(func() {
+	stopCache := func() {
 		cancel()
 		<-done
-	})
+	}
+	b.Cleanup(stopCache)
 	if err := cache.WaitReady(ctx); err != nil {
 		b.Fatal(err)
 	}
+	metrics := apiserver.NewMetrics(nil)
 	api, err := apiserver.New(apiserver.Config{
 		Resources:     resources,
 		Scheme:        scheme,
@@ -77,11 +93,12 @@ func handlerUnderBench(b *testing.B) (*apiserver.Server, *runtime.Scheme) {
 		Cache:         cache,
 		TypeConverter: oa.TypeConverter(),
 		Authenticator: trustAll{},
+		Metrics:       metrics,
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
-	return api, scheme
+	return &directHandler{api: api, scheme: scheme, metrics: metrics, stopCache: stopCache}
 }
 
 // BenchmarkLeaseRenewal measures what one kubelet-style renewal (a protobuf
@@ -143,7 +160,7 @@ func processCPU(b *testing.B) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func renewOnce(b *testing.B, api http.Handler, pb *protobuf.Serializer, method, path string, l *coordinationv1.Lease, want int) *coordinationv1.Lease {
+func renewOnce(b testing.TB, api http.Handler, pb *protobuf.Serializer, method, path string, l *coordinationv1.Lease, want int) *coordinationv1.Lease {
 	var body bytes.Buffer
 	if err := pb.Encode(l, &body); err != nil {
 		b.Fatal(err)

@@ -70,7 +70,7 @@ func (s *Server) updateObject(ctx context.Context, res *registry.Resource, info 
 	if minRV == 0 {
 		minRV = -1
 	}
-	cur, err := s.getCurrent(ctx, key, minRV)
+	cur, err := s.getCurrent(ctx, res, key, minRV)
 	if err != nil {
 		return nil, false, err
 	}
@@ -111,7 +111,7 @@ func (s *Server) updateObject(ctx context.Context, res *registry.Resource, info 
 func (s *Server) unconditionalUpdate(ctx context.Context, res *registry.Resource, info requestInfo, key string, obj runtime.Object, wo writeOptions) (runtime.Object, bool, error) {
 	var lastErr error
 	for attempt := 0; attempt < maxPatchRetries; attempt++ {
-		cur, err := s.getCurrent(ctx, key, -1)
+		cur, err := s.getCurrent(ctx, res, key, -1)
 		if err != nil {
 			return nil, false, err
 		}

@@ -1,0 +1,108 @@
+package apiserver_test
+
+import (
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/utils/ptr"
+)
+
+// A watch cache that lags the store must not fail or stale the requests that
+// need the current object: GETs without a resourceVersion and every write
+// read the key from storage, as kube-apiserver reads etcd. Only a
+// resourceVersion newer than the store still waits and times out.
+func TestCurrentReadsDoNotWaitForALaggingCache(t *testing.T) {
+	h := newDirectHandler(t)
+	pb := protobuf.NewSerializer(h.scheme, h.scheme)
+	const ns = "kube-node-lease"
+	const leases = "/apis/coordination.k8s.io/v1/namespaces/" + ns + "/leases"
+	nsBody := `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + ns + `"}}`
+	if code, body := do(h.api, http.MethodPost, "/api/v1/namespaces", "application/json", []byte(nsBody)); code != http.StatusCreated {
+		t.Fatalf("creating namespace: %d %s", code, body)
+	}
+	lease := func(name string) *coordinationv1.Lease {
+		return &coordinationv1.Lease{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(name), LeaseDurationSeconds: ptr.To[int32](40)},
+		}
+	}
+	v1 := renewOnce(t, h.api, pb, http.MethodPost, leases, lease("a"), http.StatusCreated)
+	renewOnce(t, h.api, pb, http.MethodPost, leases, lease("other"), http.StatusCreated)
+
+	h.stopCache()
+	reads := func() float64 {
+		return testutil.ToFloat64(h.metrics.StorageReads.WithLabelValues("coordination.k8s.io", "leases"))
+	}
+	get := func(name string, want int) *coordinationv1.Lease {
+		t.Helper()
+		code, body := do(h.api, http.MethodGet, leases+"/"+name, "", nil)
+		if code != want {
+			t.Fatalf("GET %s: %d %s, want %d", name, code, body, want)
+		}
+		if code != http.StatusOK {
+			return nil
+		}
+		out := &coordinationv1.Lease{}
+		if _, _, err := pb.Decode(body, nil, out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	// The cache has "a" at v1: nothing was written since, but the cache
+	// cannot know, so the store answers and the cached object is returned.
+	if got := get("a", http.StatusOK); got.ResourceVersion != v1.ResourceVersion {
+		t.Fatalf("GET a before any write: resourceVersion %s, want %s", got.ResourceVersion, v1.ResourceVersion)
+	}
+
+	// The client's resourceVersion is one the cache has: the update goes on.
+	v1.TypeMeta = metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"}
+	v1.Spec.HolderIdentity = ptr.To("b")
+	start := time.Now()
+	v2 := renewOnce(t, h.api, pb, http.MethodPut, leases+"/a", v1, http.StatusOK)
+	if got := get("a", http.StatusOK); got.ResourceVersion != v2.ResourceVersion || *got.Spec.HolderIdentity != "b" {
+		t.Fatalf("GET after update: resourceVersion %s holder %s, want %s and b", got.ResourceVersion, *got.Spec.HolderIdentity, v2.ResourceVersion)
+	}
+	// The cache has never seen v2: the next renewal must still go through.
+	v2.TypeMeta = v1.TypeMeta
+	v2.Spec.HolderIdentity = ptr.To("c")
+	v3 := renewOnce(t, h.api, pb, http.MethodPut, leases+"/a", v2, http.StatusOK)
+	// A client that missed v3 conflicts, as it would with a fresh cache.
+	v2.Spec.HolderIdentity = ptr.To("stale")
+	if code, body := do(h.api, http.MethodPut, leases+"/a", "application/vnd.kubernetes.protobuf", encode(t, "application/vnd.kubernetes.protobuf", v2)); code != http.StatusConflict {
+		t.Fatalf("PUT with a superseded resourceVersion: %d %s, want 409", code, body)
+	}
+	patch := `{"spec":{"holderIdentity":"d"}}`
+	if code, body := do(h.api, http.MethodPatch, leases+"/a", "application/merge-patch+json", []byte(patch)); code != http.StatusOK {
+		t.Fatalf("PATCH: %d %s", code, body)
+	}
+	if got := get("a", http.StatusOK); *got.Spec.HolderIdentity != "d" {
+		t.Fatalf("GET after patch: holder %s, want d (v3 was %s)", *got.Spec.HolderIdentity, v3.ResourceVersion)
+	}
+	if code, body := do(h.api, http.MethodDelete, leases+"/a", "", nil); code != http.StatusOK {
+		t.Fatalf("DELETE: %d %s", code, body)
+	}
+	get("a", http.StatusNotFound)
+	// A key the cache still holds at its current version is served from it.
+	get("other", http.StatusOK)
+	if elapsed := time.Since(start); elapsed > 2*time.Second {
+		t.Errorf("reads with a lagging cache took %v: they waited for it", elapsed)
+	}
+	if n := reads(); n < 6 {
+		t.Errorf("storage reads counted: %v, want at least 6", n)
+	}
+
+	// A resourceVersion the store has not reached waits for the cache and
+	// times out as kube-apiserver does.
+	future := strconv.Itoa(1 << 40)
+	code, body := do(h.api, http.MethodGet, leases+"/other?resourceVersion="+future, "", nil)
+	if code != http.StatusGatewayTimeout {
+		t.Fatalf("GET at a future resourceVersion: %d %s, want 504", code, body)
+	}
+}
