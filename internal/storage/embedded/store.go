@@ -71,6 +71,15 @@ type indexEntry struct {
 
 var _ storage.Interface = (*Store)(nil)
 
+// memTableSize is pebble's memtable size. Each write is stored twice (value
+// and log record), so 100,000 heartbeating nodes (1,000 lease renewals and
+// 1,700 node status writes a second) write several MB/s: pebble's default
+// 4 MiB memtable then filled about once a second, each switch cost a flush
+// and a WAL rotation (up to 350 ms here), and writes stalled on the memtable
+// count and L0 file limits. Memtables grow to this size gradually, so a
+// small store does not pay for it.
+const memTableSize = 32 << 20
+
 // Open opens (creating if needed) the store in dir, rebuilds its index from
 // disk and starts its goroutines.
 func Open(dir string, opts Options) (*Store, error) {
@@ -85,6 +94,11 @@ func Open(dir string, opts Options) (*Store, error) {
 		Logger:             pebbleLogger{log: pebbleLog},
 		FormatMajorVersion: pebble.FormatNewest,
 		EventListener:      (&stallLog{log: pebbleLog}).listener(),
+		MemTableSize:       memTableSize,
+		// Writes stop only once this many memtables wait for their flush:
+		// a flush falling behind for a moment (the CPU busy serving) then
+		// delays nothing, instead of holding every writer.
+		MemTableStopWritesThreshold: 4,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open pebble in %s: %w", dir, err)
