@@ -2,6 +2,7 @@ package apiserver_test
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -38,7 +39,7 @@ func TestCurrentReadsDoNotWaitForALaggingCache(t *testing.T) {
 
 	h.stopCache()
 	reads := func() float64 {
-		return testutil.ToFloat64(h.metrics.StorageReads.WithLabelValues("coordination.k8s.io", "leases"))
+		return testutil.ToFloat64(h.metrics.StorageReads.WithLabelValues("get", "coordination.k8s.io", "leases"))
 	}
 	get := func(name string, want int) *coordinationv1.Lease {
 		t.Helper()
@@ -96,6 +97,41 @@ func TestCurrentReadsDoNotWaitForALaggingCache(t *testing.T) {
 	}
 	if n := reads(); n < 6 {
 		t.Errorf("storage reads counted: %v, want at least 6", n)
+	}
+
+	// A consistent list waits for the cache as long as kube-apiserver does,
+	// then reads storage, which has "a" deleted and "b" created since.
+	renewOnce(t, h.api, pb, http.MethodPost, leases, lease("b"), http.StatusCreated)
+	list := func(query string) *coordinationv1.LeaseList {
+		t.Helper()
+		code, body := do(h.api, http.MethodGet, leases+query, "", nil)
+		if code != http.StatusOK {
+			t.Fatalf("LIST %s: %d %s", query, code, body)
+		}
+		out := &coordinationv1.LeaseList{}
+		if _, _, err := pb.Decode(body, nil, out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	names := func(l *coordinationv1.LeaseList) (n []string) {
+		for _, it := range l.Items {
+			n = append(n, it.Name)
+		}
+		return n
+	}
+	if got := names(list("")); !slices.Equal(got, []string{"b", "other"}) {
+		t.Fatalf("consistent list with a lagging cache: %v, want [b other]", got)
+	}
+	page := list("?limit=1")
+	if got := names(page); !slices.Equal(got, []string{"b"}) || page.Continue == "" {
+		t.Fatalf("first page: %v continue %q, want [b] and a continue token", got, page.Continue)
+	}
+	if got := names(list("?limit=1&continue=" + page.Continue)); !slices.Equal(got, []string{"other"}) {
+		t.Fatalf("second page: %v, want [other]", got)
+	}
+	if n := testutil.ToFloat64(h.metrics.StorageReads.WithLabelValues("list", "coordination.k8s.io", "leases")); n != 2 {
+		t.Errorf("storage lists counted: %v, want 2", n)
 	}
 
 	// A resourceVersion the store has not reached waits for the cache and

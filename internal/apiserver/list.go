@@ -147,7 +147,17 @@ func (s *Server) doList(ctx context.Context, res *registry.Resource, namespace s
 			return nil, err
 		}
 		if err := s.waitFresh(ctx, minRV); err != nil {
-			return nil, err
+			if minRV >= 0 || !apierrors.IsTimeout(err) {
+				return nil, err
+			}
+			// A consistent list the cache could not catch up with in time
+			// is read from storage, as kube-apiserver then lists etcd.
+			s.cfg.Metrics.StorageReads.WithLabelValues("list", res.GroupVersion.Group, res.Resource).Inc()
+			items, rev, next, err = s.listFromStorage(ctx, res, prefix, 0, "", o.Limit, match)
+			if err != nil {
+				return nil, err
+			}
+			break
 		}
 		items, rev = s.cfg.Cache.List(prefix, match)
 		if o.Limit > 0 && int64(len(items)) > o.Limit {

@@ -11,8 +11,8 @@ type Metrics struct {
 	Latency        *prometheus.HistogramVec
 	OpenWatches    *prometheus.GaugeVec
 	WatchEventsOut *prometheus.CounterVec
-	// StorageReads counts single-object reads the watch cache could not
-	// answer because it lagged behind the store.
+	// StorageReads counts reads the watch cache could not answer because it
+	// lagged behind the store, and storage answered instead.
 	StorageReads *prometheus.CounterVec
 }
 
@@ -39,8 +39,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"group", "resource"}),
 		StorageReads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "leasehold_apiserver_storage_reads_total",
-			Help: "Reads of one object served from storage because the watch cache had not caught up with it.",
-		}, []string{"group", "resource"}),
+			Help: "Reads served from storage because the watch cache had not caught up with the store, by verb (get, list), group and resource.",
+		}, []string{"verb", "group", "resource"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Requests, m.Latency, m.OpenWatches, m.WatchEventsOut, m.StorageReads)

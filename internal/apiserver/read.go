@@ -108,7 +108,7 @@ func (s *Server) cached(key string) runtime.Object {
 // reused when it is that same version (the cache lagged on other keys), so
 // only a key written since costs a decode.
 func (s *Server) getStored(ctx context.Context, res *registry.Resource, key string) (runtime.Object, error) {
-	s.cfg.Metrics.StorageReads.WithLabelValues(res.GroupVersion.Group, res.Resource).Inc()
+	s.cfg.Metrics.StorageReads.WithLabelValues("get", res.GroupVersion.Group, res.Resource).Inc()
 	kv, err := s.cfg.Store.Get(ctx, key)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, nil
