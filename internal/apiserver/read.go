@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -114,14 +115,14 @@ func (s *Server) getStored(ctx context.Context, res *registry.Resource, key stri
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", key, err)
+		return nil, storeError(res, key[strings.LastIndexByte(key, '/')+1:], key, err)
 	}
 	if obj := s.cached(key); obj != nil {
 		if acc, err := meta.Accessor(obj); err == nil && acc.GetResourceVersion() == strconv.FormatInt(kv.ModRevision, 10) {
 			return obj, nil
 		}
 	}
-	return decodeStored(s.storageDec, res, kv.Value, kv.ModRevision)
+	return s.DecodeStored(res, kv.Value, kv.ModRevision)
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {

@@ -71,8 +71,8 @@ func (s *Server) respondList(w http.ResponseWriter, res *registry.Resource, n ne
 	return nil
 }
 
-// storeError turns a storage error from writing key into the Status a
-// client gets.
+// storeError turns a storage error from reading or writing key into the
+// Status a client gets.
 func storeError(res *registry.Resource, name, key string, err error) error {
 	switch {
 	case errors.Is(err, storage.ErrConflict):
@@ -82,9 +82,9 @@ func storeError(res *registry.Resource, name, key string, err error) error {
 	case errors.Is(err, storage.ErrKeyExists):
 		return apierrors.NewAlreadyExists(res.GroupResource(), name)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		// The client gave up (or its timeout passed) before the write was
-		// taken: kube-apiserver's answer is a 504, and it is not a server fault.
+		// The client gave up (or its timeout passed) before storage
+		// answered: kube-apiserver's answer is a 504, and it is not a server fault.
 		return apierrors.NewTimeoutError(fmt.Sprintf("request did not complete within requested timeout - %v", err), 0)
 	}
-	return fmt.Errorf("writing %s: %w", key, err)
+	return fmt.Errorf("storage %s: %w", key, err)
 }
