@@ -1,6 +1,7 @@
 package apiserver_test
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strconv"
@@ -35,8 +36,17 @@ func TestCurrentReadsDoNotWaitForALaggingCache(t *testing.T) {
 		}
 	}
 	v1 := renewOnce(t, h.api, pb, http.MethodPost, leases, lease("a"), http.StatusCreated)
-	renewOnce(t, h.api, pb, http.MethodPost, leases, lease("other"), http.StatusCreated)
-
+	other := renewOnce(t, h.api, pb, http.MethodPost, leases, lease("other"), http.StatusCreated)
+	// The cache holds both leases, then stops following the store.
+	rv, err := strconv.ParseInt(other.ResourceVersion, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.cache.WaitForRevision(ctx, rv); err != nil {
+		t.Fatal(err)
+	}
 	h.stopCache()
 	reads := func() float64 {
 		return testutil.ToFloat64(h.metrics.StorageReads.WithLabelValues("get", "coordination.k8s.io", "leases"))

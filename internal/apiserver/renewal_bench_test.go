@@ -40,6 +40,7 @@ type directHandler struct {
 	api     *apiserver.Server
 	scheme  *runtime.Scheme
 	metrics *apiserver.Metrics
+	cache   *watchcache.Cache
 	// stopCache stops feeding the watch cache: from then on it lags the
 	// store by every later write, as it does for a while under write load.
 	stopCache func()
@@ -98,7 +99,7 @@ func newDirectHandler(b testing.TB) *directHandler {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &directHandler{api: api, scheme: scheme, metrics: metrics, stopCache: stopCache}
+	return &directHandler{api: api, scheme: scheme, metrics: metrics, cache: cache, stopCache: stopCache}
 }
 
 // BenchmarkLeaseRenewal measures what one kubelet-style renewal (a protobuf
