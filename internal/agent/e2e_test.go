@@ -16,12 +16,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -453,4 +456,64 @@ func TestE2EExistingNodeIsReused(t *testing.T) {
 		return nil
 	})
 	e.waitOwnedLease(t, name, pre.UID, 20*time.Second)
+}
+
+// TestE2EStatusReadsPastAStaleCache: right after registering, the status
+// loop's cached read (resourceVersion "0") may come from a server cache
+// that has not seen the new Node yet, and answers NotFound. That is not an
+// error: the agent reads the latest at once and reports its status without
+// logging a failure. The stale answer is injected on the agent's transport,
+// in front of the real server, so the race happens every run.
+func TestE2EStatusReadsPastAStaleCache(t *testing.T) {
+	t.Parallel()
+	e := newE2EEnv(t)
+	name := e2eNodeName("stale")
+	e.cleanupNode(t, name)
+	stale := &staleNodeRead{node: name}
+	e.restConfig = rest.CopyConfig(e.restConfig)
+	// Both of the agent's clients (main and heartbeat) get a wrapper.
+	e.restConfig.Wrap(func(rt http.RoundTripper) http.RoundTripper { return staleTransport{stale, rt} })
+	agent := e.startAgent(t, e2eConfig(name))
+	e.waitReadyNode(t, name, 20*time.Second)
+	agent.stop()
+	if n := stale.injected.Load(); n != 1 {
+		t.Fatalf("stale NotFound answers injected: %d, want 1", n)
+	}
+	for line := range strings.Lines(agent.logs.String()) {
+		if strings.Contains(line, "level=ERROR") && !strings.Contains(line, "Failed to get node when trying to set owner ref to the node lease") {
+			t.Errorf("a stale cached read logged an error: %s", line)
+		}
+	}
+}
+
+// staleNodeRead answers the first cached GET of node after its registration
+// with the NotFound a lagging server cache gives.
+type staleNodeRead struct {
+	node       string
+	registered atomic.Bool
+	injected   atomic.Int32
+}
+
+// staleTransport is one client's transport with staleNodeRead in front.
+type staleTransport struct {
+	*staleNodeRead
+	next http.RoundTripper
+}
+
+func (s staleTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodGet && r.URL.Path == "/api/v1/nodes/"+s.node && r.URL.Query().Get("resourceVersion") == "0" &&
+		s.registered.Load() && s.injected.CompareAndSwap(0, 1) {
+		body := fmt.Sprintf(`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"nodes %q not found","reason":"NotFound","details":{"name":%q,"kind":"nodes"},"code":404}`, s.node, s.node)
+		return &http.Response{
+			StatusCode: http.StatusNotFound,
+			Header:     http.Header{"Content-Type": []string{"application/json"}},
+			Body:       io.NopCloser(strings.NewReader(body)),
+			Request:    r,
+		}, nil
+	}
+	resp, err := s.next.RoundTrip(r)
+	if err == nil && r.Method == http.MethodPost && r.URL.Path == "/api/v1/nodes" && resp.StatusCode == http.StatusCreated {
+		s.registered.Store(true)
+	}
+	return resp, err
 }

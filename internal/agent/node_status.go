@@ -101,7 +101,10 @@ func (s *statusController) update(ctx context.Context) error {
 
 // tryUpdate computes the status and PATCHes it if that is due. The first
 // try reads with resourceVersion "0" (the server's cache is good enough and
-// cheap); retries read the latest.
+// cheap); retries read the latest. A cached read may not have seen the Node
+// registered a moment ago, so its NotFound is checked against the latest at
+// once: the kubelet makes the same read on its next try, but logs the stale
+// miss as a failed status update first.
 func (s *statusController) tryUpdate(ctx context.Context, attempt int) error {
 	opts := metav1.GetOptions{}
 	if attempt == 0 {
@@ -109,6 +112,9 @@ func (s *statusController) tryUpdate(ctx context.Context, attempt int) error {
 	}
 	nodes := s.heartbeat.CoreV1().Nodes()
 	node, err := nodes.Get(ctx, s.cfg.NodeName, opts)
+	if opts.ResourceVersion != "" && apierrors.IsNotFound(err) {
+		node, err = nodes.Get(ctx, s.cfg.NodeName, metav1.GetOptions{})
+	}
 	if err != nil {
 		return fmt.Errorf("error getting node %q: %w", s.cfg.NodeName, err)
 	}
