@@ -72,11 +72,11 @@ type indexEntry struct {
 var _ storage.Interface = (*Store)(nil)
 
 // memTableSize is pebble's memtable size. Each write is stored twice (value
-// and log record), so 100,000 heartbeating nodes (1,000 lease renewals and
-// 1,700 node status writes a second) write several MB/s: pebble's default
-// 4 MiB memtable then filled about once a second, each switch cost a flush
-// and a WAL rotation (up to 350 ms here), and writes stalled on the memtable
-// count and L0 file limits. 16 MiB (with four queued) removed the stalls in
+// and log record), so 100,000 heartbeating nodes (about 1,300 writes a
+// second in a 100k fleet run: lease renewals, node status, registrations)
+// filled pebble's default 4 MiB memtable every few seconds; each switch cost
+// a flush and a WAL rotation (up to 350 ms here), and writes stalled on the
+// memtable count and L0 file limits. 16 MiB (with four queued) removed the stalls in
 // that run as 32 MiB did, for half the memory. Memtables grow to this size
 // gradually, so a small store does not pay for it.
 const memTableSize = 16 << 20
