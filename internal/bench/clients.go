@@ -88,7 +88,7 @@ func NewClientsOfKind(base *rest.Config, kind, contentType string, connections i
 		// every connection.
 		dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 		cfg.Dial = c.trackingDial(dialer)
-		cfg.WrapTransport = largeHeaderTable
+		cfg.WrapTransport = noHeaderIndexing
 		if kind == ClientTyped {
 			set, err := kubernetes.NewForConfig(cfg)
 			if err != nil {
@@ -134,23 +134,27 @@ func newLeanPair(cfg *rest.Config, urls *leaseURLs) (kubernetes.Interface, *lean
 }
 
 // encoderHeaderTable is the HPACK dynamic table, in bytes, that the
-// benchmark's connections encode request headers with, if the server
-// advertises one as large. One connection carries the renewals of up to a
-// thousand leases, each with its own :path of about 70 bytes; in HTTP/2's
-// default 4 KiB table they evict one another on every request, which cost
-// the load generator about 15% of its CPU in profiles. That churn is an
-// artifact of many kubelets sharing one connection (a kubelet renews one
-// path), so the generator avoids it rather than spend the shared machine's
-// CPU on it.
-const encoderHeaderTable = 256 << 10
+// benchmark's connections encode request headers with: one byte, so that no
+// header is ever indexed (zero would mean HTTP/2's 4 KiB default). A
+// connection carries the renewals of many leases, each with its own :path,
+// and with 100,000 leases no table holds a connection's paths, so every
+// request would add one entry and evict another. x/net's hpack evicts by
+// copying the whole table down, so each request cost time in proportion to
+// the table's entries, on the client's encoder and again on the server's
+// decoder: with the 256 KiB table used before, 15% of the load generator's
+// CPU and 8.5% of the server's in `bench rate --nodes 100000 --client lean`.
+// A kubelet renews one path per connection and never sees this churn, so
+// the generator avoids it rather than spend the shared machine's CPU on it;
+// literal headers cost a few hundred bytes of loopback traffic instead.
+const encoderHeaderTable = 1
 
-// largeHeaderTable lets the HTTP/2 connections of rt encode with
+// noHeaderIndexing makes the HTTP/2 connections of rt encode with
 // encoderHeaderTable. client-go hands WrapTransport its cache's wrapper
 // around an *http.Transport that has not connected yet (the tracking dial
 // gives every Clients connection a transport of its own), and
 // golang.org/x/net/http2 reads that transport's HTTP2 settings for every new
 // connection.
-func largeHeaderTable(rt http.RoundTripper) http.RoundTripper {
+func noHeaderIndexing(rt http.RoundTripper) http.RoundTripper {
 	inner := rt
 	for {
 		if t, ok := inner.(*http.Transport); ok {

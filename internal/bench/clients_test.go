@@ -10,17 +10,17 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// TestLargeHeaderTableReachesClientGosTransport builds an HTTP client the
+// TestNoHeaderIndexingReachesClientGosTransport builds an HTTP client the
 // way Clients does and checks that the *http.Transport under client-go's
-// wrappers encodes with the large HPACK table: client-go hands
+// wrappers encodes with the one-byte HPACK table: client-go hands
 // WrapTransport a wrapper, not the transport itself.
-func TestLargeHeaderTableReachesClientGosTransport(t *testing.T) {
+func TestNoHeaderIndexingReachesClientGosTransport(t *testing.T) {
 	d := &net.Dialer{}
 	cfg := &rest.Config{
 		Host:            "https://127.0.0.1:1",
 		TLSClientConfig: rest.TLSClientConfig{Insecure: true},
 		Dial:            func(ctx context.Context, n, a string) (net.Conn, error) { return d.DialContext(ctx, n, a) },
-		WrapTransport:   largeHeaderTable,
+		WrapTransport:   noHeaderIndexing,
 	}
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {

@@ -165,9 +165,12 @@ func Run(ctx context.Context, cfg Config) error {
 		Handler:           api,
 		TLSConfig:         tlsConfig,
 		ReadHeaderTimeout: 30 * time.Second,
+		// The HPACK tables keep HTTP/2's 4 KiB default. x/net evicts an
+		// entry by copying the rest of the table down, so a larger decoder
+		// table lets a client whose headers churn through it (many objects
+		// over one connection) cost the server more per request.
 		HTTP2: &http.HTTP2Config{
-			MaxConcurrentStreams:      2000,
-			MaxDecoderHeaderTableSize: decoderHeaderTable,
+			MaxConcurrentStreams: 2000,
 		},
 		ErrorLog: nil,
 	}
@@ -196,15 +199,6 @@ func Run(ctx context.Context, cfg Config) error {
 	<-serveErr
 	return nil
 }
-
-// decoderHeaderTable is the HPACK dynamic table, in bytes, the server lets
-// each client encode request headers with (SETTINGS_HEADER_TABLE_SIZE).
-// HTTP/2's 4 KiB default holds the :path of only a few dozen objects, so a
-// client that renews many leases over one connection evicts and re-sends
-// each path in full on every request. Clients keep the 4 KiB default unless
-// they ask for more, and the table grows only as a client fills it, so a
-// kubelet's connection costs no more than before.
-const decoderHeaderTable = 256 << 10
 
 // clientAddress is the address clients should dial: a wildcard bind address
 // is reachable on loopback.
