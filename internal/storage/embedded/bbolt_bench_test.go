@@ -77,10 +77,10 @@ func (c *boltCommitter) run(ctx context.Context) {
 				}
 				rev++
 				rec := logRecord{typ: storage.EventPut, key: req.key, value: req.value, createRev: rev}
-				if prev := values.Get([]byte(req.key)); prev != nil {
-					rec.prevModRev, rec.prevValue = cur, append([]byte{}, prev[16:]...)
+				if values.Get([]byte(req.key)) != nil {
+					rec.prevModRev = cur
 				}
-				if err := values.Put([]byte(req.key), encodeValue(rev, rec.createRev, req.value)); err != nil {
+				if err := values.Put([]byte(req.key), encodeCurrent(rev, rec.createRev)); err != nil {
 					return err
 				}
 				if err := log.Put(logKey(rev)[1:], rec.encode()); err != nil {

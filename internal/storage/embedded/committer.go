@@ -314,7 +314,7 @@ func (c *committer) apply(b *pebble.Batch, req *writeReq, rev int64) writeResult
 
 	var werr error
 	if next.exists {
-		werr = b.Set(valueKey(req.key), encodeValue(rev, next.createRev, req.value), nil)
+		werr = b.Set(valueKey(req.key), encodeCurrent(rev, next.createRev), nil)
 	} else {
 		werr = b.Delete(valueKey(req.key), nil)
 	}

@@ -190,7 +190,9 @@ func TestOpenRestoresRecordsAnOldCompactionDeleted(t *testing.T) {
 	for _, err := range []error{
 		oldBatch.DeleteRange(logKey(0), logKey(b2+1), nil),
 		oldBatch.Set(logKey(b2+1), enc, nil),
-		oldBatch.Set(valueKey("/k/b"), encodeValue(b2+1, b, []byte("b3")), nil),
+		// Both current states in the format that kept a copy of the value.
+		oldBatch.Set(valueKey("/k/a"), append(encodeCurrent(a, a), "a1"...), nil),
+		oldBatch.Set(valueKey("/k/b"), append(encodeCurrent(b2+1, b), "b3"...), nil),
 		oldBatch.Set(metaRevision, encodeInt64(b2+1), nil),
 		oldBatch.Set(metaCompacted, encodeInt64(b2), nil),
 		oldBatch.Commit(pebble.Sync),

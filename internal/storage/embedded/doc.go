@@ -23,6 +23,9 @@
 //     The committer never blocks on a watcher: one whose buffer is full is
 //     detached and falls back to replaying from the log, and is closed only if
 //     compaction has meanwhile removed the history it needs.
+//   - Disk holds each value once, in the log record of the write that made
+//     it; a key's current state is only its revisions, pointing at that
+//     record (layout.go).
 //   - Memory holds revisions, not values. Events carry the previous value
 //     only for watchers that want it (not storage.WithoutPrevValue); for them
 //     the committer reads it back from the log before publishing a batch.

@@ -1,7 +1,6 @@
 package embedded
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -15,24 +14,10 @@ func withPrevValue(r pebble.Reader, rec *logRecord) error {
 	if rec.prevModRev == 0 || rec.prevValue != nil {
 		return nil
 	}
-	v, closer, err := r.Get(logKey(rec.prevModRev))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return fmt.Errorf("%s: previous revision %d is missing: %w", rec.key, rec.prevModRev, errCorrupt)
-	}
+	v, err := loggedValue(r, rec.key, rec.prevModRev)
 	if err != nil {
-		return fmt.Errorf("%s: read previous revision %d: %w", rec.key, rec.prevModRev, err)
+		return fmt.Errorf("previous value: %w", err)
 	}
-	prev, err := decodeLogRecord(v)
-	closeErr := closer.Close()
-	if err != nil {
-		return fmt.Errorf("%s: previous revision %d: %w", rec.key, rec.prevModRev, err)
-	}
-	if closeErr != nil {
-		return fmt.Errorf("%s: read previous revision %d: %w", rec.key, rec.prevModRev, closeErr)
-	}
-	if prev.key != rec.key || prev.value == nil {
-		return fmt.Errorf("%s: previous revision %d holds %q (%v): %w", rec.key, rec.prevModRev, prev.key, prev.typ, errCorrupt)
-	}
-	rec.prevValue = prev.value
+	rec.prevValue = v
 	return nil
 }

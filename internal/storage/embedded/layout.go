@@ -5,17 +5,28 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/leasehold/leasehold/internal/storage"
 )
 
 // On-disk layout. Every pebble key starts with a one-byte namespace:
 //
-//	'v' + key          -> current value: modRev(8) createRev(8) value
+//	'v' + key          -> current state: modRev(8) createRev(8)
 //	'l' + rev(8, BE)   -> log record of the write that produced rev
 //	'm' + name         -> meta (metaRevision, metaCompacted): int64 (8, BE)
 //
 // Big-endian revisions make the log sort in revision order, so replay and
 // compaction are range scans and one DeleteRange.
+//
+// A value is stored once, in the log record of the write that produced it;
+// a key's current state points at that record by modRev. Compaction keeps
+// the record of every live key's newest write (see Compact), so the pointer
+// never dangles. Writing values once halves what a write costs on disk: in
+// the WAL, in memtable flushes and in every compaction that rewrites the
+// current states, which change on every heartbeat. Stores written before
+// this layout kept a copy of the value after the two revisions; such a
+// state still decodes, with its copy, until the key's next write.
 const (
 	nsValue = 'v'
 	nsLog   = 'l'
@@ -83,26 +94,81 @@ func decodeInt64(b []byte) (int64, error) {
 	return int64(binary.BigEndian.Uint64(b)), nil
 }
 
-func encodeValue(modRev, createRev int64, value []byte) []byte {
-	b := make([]byte, 16+len(value))
+func encodeCurrent(modRev, createRev int64) []byte {
+	b := make([]byte, 16)
 	binary.BigEndian.PutUint64(b, uint64(modRev))
 	binary.BigEndian.PutUint64(b[8:], uint64(createRev))
-	copy(b[16:], value)
 	return b
 }
 
-// decodeValue copies the value out of b, which pebble owns only until the
-// iterator moves or the closer is called.
-func decodeValue(key string, b []byte) (storage.KeyValue, error) {
+// current is a key's decoded current state.
+type current struct {
+	modRev, createRev int64
+	// inline is the copy of the value that stores older than this layout
+	// kept in the state; nil when the value is only in the log (or, for an
+	// old state, empty: its record then holds the same empty value).
+	inline []byte
+}
+
+// decodeCurrent copies what it keeps out of b, which pebble owns only until
+// the iterator moves or the closer is called.
+func decodeCurrent(key string, b []byte) (current, error) {
 	if len(b) < 16 {
-		return storage.KeyValue{}, fmt.Errorf("value of %q: %w", key, errCorrupt)
+		return current{}, fmt.Errorf("current state of %q: %w", key, errCorrupt)
 	}
-	return storage.KeyValue{
-		Key:            key,
-		ModRevision:    int64(binary.BigEndian.Uint64(b)),
-		CreateRevision: int64(binary.BigEndian.Uint64(b[8:])),
-		Value:          append([]byte{}, b[16:]...),
-	}, nil
+	c := current{modRev: int64(binary.BigEndian.Uint64(b)), createRev: int64(binary.BigEndian.Uint64(b[8:]))}
+	if len(b) > 16 {
+		c.inline = append([]byte{}, b[16:]...)
+	}
+	return c, nil
+}
+
+// currentValue returns key's current KeyValue, reading its value from the
+// log in r (a snapshot, or the db where nothing can compact the record away)
+// unless c still carries it.
+func currentValue(r pebble.Reader, key string, c current) (storage.KeyValue, error) {
+	kv := storage.KeyValue{Key: key, ModRevision: c.modRev, CreateRevision: c.createRev, Value: c.inline}
+	if kv.Value != nil {
+		return kv, nil
+	}
+	v, err := loggedValue(r, key, c.modRev)
+	if err != nil {
+		return storage.KeyValue{}, err
+	}
+	kv.Value = v
+	return kv, nil
+}
+
+// loggedValue reads the value that key's write at rev produced from its log
+// record in r. Callers only ask for records that compaction keeps, so a
+// missing one, or one of another key or of a delete, means the store is
+// corrupt.
+func loggedValue(r pebble.Reader, key string, rev int64) ([]byte, error) {
+	v, closer, err := r.Get(logKey(rev))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, fmt.Errorf("%s: revision %d is missing from the log: %w", key, rev, errCorrupt)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: read log revision %d: %w", key, rev, err)
+	}
+	value, err := recordValue(key, rev, v)
+	if closeErr := closer.Close(); err == nil && closeErr != nil {
+		err = fmt.Errorf("%s: read log revision %d: %w", key, rev, closeErr)
+	}
+	return value, err
+}
+
+// recordValue copies the value out of b, the log record at rev, which must
+// be a write of key.
+func recordValue(key string, rev int64, b []byte) ([]byte, error) {
+	rec, err := decodeLogRecord(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: log revision %d: %w", key, rev, err)
+	}
+	if rec.key != key || rec.value == nil {
+		return nil, fmt.Errorf("%s: log revision %d holds %q (%v): %w", key, rev, rec.key, rec.typ, errCorrupt)
+	}
+	return rec.value, nil
 }
 
 // logRecord is one write as the event log keeps it: the write itself and the

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -123,6 +124,7 @@ func mergeList(snap *pebble.Snapshot, prefix string, opts storage.ListOptions, p
 	}
 	defer it.Close()
 	var kvs []storage.KeyValue
+	var fromLog []int // indexes in kvs of the values still to read from the log
 	ok := it.First()
 	for ok || len(extra) > 0 {
 		var cur string
@@ -138,11 +140,14 @@ func mergeList(snap *pebble.Snapshot, prefix string, opts storage.ListOptions, p
 				ok = it.Next()
 				continue
 			}
-			kv, err := decodeValue(cur, it.Value())
+			c, err := decodeCurrent(cur, it.Value())
 			if err != nil {
 				return nil, false, err
 			}
-			next = kv
+			next = storage.KeyValue{Key: cur, ModRevision: c.modRev, CreateRevision: c.createRev, Value: c.inline}
+			if next.Value == nil {
+				fromLog = append(fromLog, len(kvs))
+			}
 			ok = it.Next()
 		default:
 			next = *past[extra[0]]
@@ -152,12 +157,49 @@ func mergeList(snap *pebble.Snapshot, prefix string, opts storage.ListOptions, p
 			extra = extra[1:]
 		}
 		if opts.Limit > 0 && len(kvs) == opts.Limit {
-			return kvs, true, nil
+			if len(fromLog) > 0 && fromLog[len(fromLog)-1] == len(kvs) {
+				fromLog = fromLog[:len(fromLog)-1]
+			}
+			return kvs, true, readLoggedValues(snap, kvs, fromLog)
 		}
 		kvs = append(kvs, next)
 	}
 	if err := it.Error(); err != nil {
 		return nil, false, fmt.Errorf("iterate values: %w", err)
 	}
-	return kvs, false, nil
+	return kvs, false, readLoggedValues(snap, kvs, fromLog)
+}
+
+// readLoggedValues fills the values of kvs[i] for every i in idx from their
+// log records in snap. It reads the records in revision order with one
+// iterator, so that neighbouring records share the blocks pebble loads: a
+// point read per key made a list of 100,000 keys 17 times slower
+// (BenchmarkList100k).
+func readLoggedValues(snap *pebble.Snapshot, kvs []storage.KeyValue, idx []int) error {
+	if len(idx) == 0 {
+		return nil
+	}
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(kvs[a].ModRevision, kvs[b].ModRevision) })
+	first, last := kvs[idx[0]].ModRevision, kvs[idx[len(idx)-1]].ModRevision
+	it, err := snap.NewIter(&pebble.IterOptions{LowerBound: logKey(first), UpperBound: logKey(last + 1)})
+	if err != nil {
+		return fmt.Errorf("iterate log: %w", err)
+	}
+	defer it.Close()
+	for _, i := range idx {
+		kv := &kvs[i]
+		want := logKey(kv.ModRevision)
+		if !it.SeekGE(want) || !bytes.Equal(it.Key(), want) {
+			if err := it.Error(); err != nil {
+				return fmt.Errorf("iterate log: %w", err)
+			}
+			return fmt.Errorf("%s: revision %d is missing from the log: %w", kv.Key, kv.ModRevision, errCorrupt)
+		}
+		v, err := recordValue(kv.Key, kv.ModRevision, it.Value())
+		if err != nil {
+			return err
+		}
+		kv.Value = v
+	}
+	return nil
 }

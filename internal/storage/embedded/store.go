@@ -71,14 +71,14 @@ type indexEntry struct {
 
 var _ storage.Interface = (*Store)(nil)
 
-// memTableSize is pebble's memtable size. Each write is stored twice (value
-// and log record), so 100,000 heartbeating nodes (about 1,300 writes a
-// second in a 100k fleet run: lease renewals, node status, registrations)
-// filled pebble's default 4 MiB memtable every few seconds; each switch cost
-// a flush and a WAL rotation (up to 350 ms here), and writes stalled on the
-// memtable count and L0 file limits. 16 MiB (with four queued) removed the stalls in
-// that run as 32 MiB did, for half the memory. Memtables grow to this size
-// gradually, so a small store does not pay for it.
+// memTableSize is pebble's memtable size. 100,000 heartbeating nodes (about
+// 1,300 writes a second in a 100k fleet run: lease renewals, node status,
+// registrations, each then stored twice) filled pebble's default 4 MiB
+// memtable every few seconds; each switch cost a flush and a WAL rotation
+// (up to 350 ms here), and writes stalled on the memtable count and L0 file
+// limits. 16 MiB (with four queued) removed the stalls in that run as 32 MiB
+// did, for half the memory. Memtables grow to this size gradually, so a
+// small store does not pay for it.
 const memTableSize = 16 << 20
 
 // Open opens (creating if needed) the store in dir, rebuilds its index from
@@ -150,19 +150,16 @@ func (s *Store) load() error {
 		return fmt.Errorf("iterate values: %w", err)
 	}
 	for ok := it.First(); ok; ok = it.Next() {
-		v := it.Value()
-		if len(v) < 16 {
-			return errors.Join(fmt.Errorf("value of %q: %w", it.Key()[1:], errCorrupt), it.Close())
-		}
-		kv, err := decodeValue("", v)
+		key := string(it.Key()[1:])
+		c, err := decodeCurrent(key, it.Value())
 		if err != nil {
 			return errors.Join(err, it.Close())
 		}
-		if kv.ModRevision > rev {
+		if c.modRev > rev {
 			return errors.Join(fmt.Errorf("key %q at revision %d is newer than the store's %d: %w",
-				it.Key()[1:], kv.ModRevision, rev, errCorrupt), it.Close())
+				key, c.modRev, rev, errCorrupt), it.Close())
 		}
-		s.index[string(it.Key()[1:])] = indexEntry{modRev: kv.ModRevision, createRev: kv.CreateRevision}
+		s.index[key] = indexEntry{modRev: c.modRev, createRev: c.createRev}
 	}
 	if err := it.Close(); err != nil {
 		return fmt.Errorf("iterate values: %w", err)
@@ -189,9 +186,10 @@ func (s *Store) restoreCurrentRecords(compacted int64) error {
 	b := s.db.NewBatch()
 	defer b.Close()
 	for ok := it.First(); ok; ok = it.Next() {
-		kv, err := decodeValue(string(it.Key()[1:]), it.Value())
-		if err == nil && kv.ModRevision <= compacted {
-			err = s.restoreRecord(b, kv)
+		key := string(it.Key()[1:])
+		c, err := decodeCurrent(key, it.Value())
+		if err == nil && c.modRev <= compacted {
+			err = s.restoreRecord(b, key, c)
 		}
 		if err != nil {
 			return errors.Join(err, it.Close())
@@ -210,21 +208,24 @@ func (s *Store) restoreCurrentRecords(compacted int64) error {
 	return nil
 }
 
-// restoreRecord stages kv's log record into b if the log lacks it.
-func (s *Store) restoreRecord(b *pebble.Batch, kv storage.KeyValue) error {
-	_, closer, err := s.db.Get(logKey(kv.ModRevision))
+// restoreRecord stages the log record of key's current state c into b if
+// the log lacks it. Only a state written before values moved to the log can
+// lack its record, and such a state carries its value (an empty one
+// decodes as no copy, which restores the same empty value).
+func (s *Store) restoreRecord(b *pebble.Batch, key string, c current) error {
+	_, closer, err := s.db.Get(logKey(c.modRev))
 	if err == nil {
 		if err := closer.Close(); err != nil {
-			return fmt.Errorf("read log revision %d: %w", kv.ModRevision, err)
+			return fmt.Errorf("read log revision %d: %w", c.modRev, err)
 		}
 		return nil
 	}
 	if !errors.Is(err, pebble.ErrNotFound) {
-		return fmt.Errorf("read log revision %d: %w", kv.ModRevision, err)
+		return fmt.Errorf("read log revision %d: %w", c.modRev, err)
 	}
-	rec := logRecord{typ: storage.EventPut, key: kv.Key, value: kv.Value, createRev: kv.CreateRevision}
-	if err := b.Set(logKey(kv.ModRevision), rec.encode(), nil); err != nil {
-		return fmt.Errorf("restore log revision %d: %w", kv.ModRevision, err)
+	rec := logRecord{typ: storage.EventPut, key: key, value: c.inline, createRev: c.createRev}
+	if err := b.Set(logKey(c.modRev), rec.encode(), nil); err != nil {
+		return fmt.Errorf("restore log revision %d: %w", c.modRev, err)
 	}
 	return nil
 }
@@ -271,17 +272,27 @@ func (s *Store) Get(ctx context.Context, key string) (storage.KeyValue, error) {
 }
 
 // committedValue reads key's newest committed value from pebble; the caller
-// keeps the db open (a reader holding acquire, or the committer).
+// keeps the db open (a reader holding acquire, or the committer). It reads
+// one snapshot: between reading the state and the record it points at, a
+// write could supersede that record and a compaction delete it.
 func (s *Store) committedValue(key string) (storage.KeyValue, error) {
-	v, closer, err := s.db.Get(valueKey(key))
+	snap := s.db.NewSnapshot()
+	defer snap.Close()
+	v, closer, err := snap.Get(valueKey(key))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return storage.KeyValue{}, fmt.Errorf("get %s: %w", key, storage.ErrNotFound)
 	}
 	if err != nil {
 		return storage.KeyValue{}, fmt.Errorf("get %s: %w", key, err)
 	}
-	defer closer.Close()
-	return decodeValue(key, v)
+	c, err := decodeCurrent(key, v)
+	if closeErr := closer.Close(); err == nil && closeErr != nil {
+		err = fmt.Errorf("get %s: %w", key, closeErr)
+	}
+	if err != nil {
+		return storage.KeyValue{}, err
+	}
+	return currentValue(snap, key, c)
 }
 
 // CurrentRevision implements storage.Interface.

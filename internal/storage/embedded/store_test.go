@@ -77,7 +77,7 @@ func mustOpen(t testing.TB, dir string) *Store {
 }
 
 // openAt is mustOpen with Close at cleanup.
-func openAt(t *testing.T, dir string) *Store {
+func openAt(t testing.TB, dir string) *Store {
 	t.Helper()
 	s := mustOpen(t, dir)
 	t.Cleanup(func() {
