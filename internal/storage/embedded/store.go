@@ -73,7 +73,7 @@ var _ storage.Interface = (*Store)(nil)
 
 // memTableSize is pebble's memtable size. 100,000 heartbeating nodes (about
 // 1,300 writes a second in a 100k fleet run: lease renewals, node status,
-// registrations, each then stored twice) filled pebble's default 4 MiB
+// registrations; measured when values were still stored twice) filled the 4 MiB
 // memtable every few seconds; each switch cost a flush and a WAL rotation
 // (up to 350 ms here), and writes stalled on the memtable count and L0 file
 // limits. 16 MiB (with four queued) removed the stalls in that run as 32 MiB
