@@ -146,7 +146,7 @@ func currentValue(r pebble.Reader, key string, c current) (storage.KeyValue, err
 func loggedValue(r pebble.Reader, key string, rev int64) ([]byte, error) {
 	v, closer, err := r.Get(logKey(rev))
 	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, fmt.Errorf("%s: revision %d is missing from the log: %w", key, rev, errCorrupt)
+		return nil, missingRecord(key, rev)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: read log revision %d: %w", key, rev, err)
@@ -156,6 +156,12 @@ func loggedValue(r pebble.Reader, key string, rev int64) ([]byte, error) {
 		err = fmt.Errorf("%s: read log revision %d: %w", key, rev, closeErr)
 	}
 	return value, err
+}
+
+// missingRecord is the corruption of a log record that a key's state or a
+// later record names being gone.
+func missingRecord(key string, rev int64) error {
+	return fmt.Errorf("%s: revision %d is missing from the log: %w", key, rev, errCorrupt)
 }
 
 // recordValue copies the value out of b, the log record at rev, which must

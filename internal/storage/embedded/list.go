@@ -145,9 +145,6 @@ func mergeList(snap *pebble.Snapshot, prefix string, opts storage.ListOptions, p
 				return nil, false, err
 			}
 			next = storage.KeyValue{Key: cur, ModRevision: c.modRev, CreateRevision: c.createRev, Value: c.inline}
-			if next.Value == nil {
-				fromLog = append(fromLog, len(kvs))
-			}
 			ok = it.Next()
 		default:
 			next = *past[extra[0]]
@@ -157,10 +154,10 @@ func mergeList(snap *pebble.Snapshot, prefix string, opts storage.ListOptions, p
 			extra = extra[1:]
 		}
 		if opts.Limit > 0 && len(kvs) == opts.Limit {
-			if len(fromLog) > 0 && fromLog[len(fromLog)-1] == len(kvs) {
-				fromLog = fromLog[:len(fromLog)-1]
-			}
 			return kvs, true, readLoggedValues(snap, kvs, fromLog)
+		}
+		if next.Value == nil {
+			fromLog = append(fromLog, len(kvs))
 		}
 		kvs = append(kvs, next)
 	}
@@ -193,7 +190,7 @@ func readLoggedValues(snap *pebble.Snapshot, kvs []storage.KeyValue, idx []int) 
 			if err := it.Error(); err != nil {
 				return fmt.Errorf("iterate log: %w", err)
 			}
-			return fmt.Errorf("%s: revision %d is missing from the log: %w", kv.Key, kv.ModRevision, errCorrupt)
+			return missingRecord(kv.Key, kv.ModRevision)
 		}
 		v, err := recordValue(kv.Key, kv.ModRevision, it.Value())
 		if err != nil {
