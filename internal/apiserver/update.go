@@ -205,6 +205,14 @@ func validateUpdate(res *registry.Resource, obj, old runtime.Object) field.Error
 	if err := errors.Join(err1, err2); err != nil {
 		return field.ErrorList{field.InternalError(field.NewPath("metadata"), err)}
 	}
+	if metaUnchanged(om, oldOM) {
+		// Nothing in the metadata can fail that did not fail when the stored
+		// object was written (see metaUnchanged): a lease renewal's case.
+		if res.ValidateUpdate != nil {
+			return res.ValidateUpdate(obj, old)
+		}
+		return nil
+	}
 	// The caller has already checked the resourceVersion against the
 	// stored one; ValidateObjectMetaUpdate only demands one is present.
 	rv := om.ResourceVersion
