@@ -1,7 +1,7 @@
 package apiserver
 
 import (
-	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -21,13 +21,15 @@ func readBody(r *http.Request) ([]byte, error) {
 	if r.ContentLength > MaxRequestBodyBytes {
 		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", MaxRequestBodyBytes))
 	}
-	// Most bodies announce their size: read them into one exact buffer.
-	var buf bytes.Buffer
+	var (
+		body []byte
+		err  error
+	)
 	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+		body, err = readAnnounced(r.Body, int(r.ContentLength))
+	} else {
+		body, err = io.ReadAll(io.LimitReader(r.Body, MaxRequestBodyBytes+1))
 	}
-	_, err := buf.ReadFrom(io.LimitReader(r.Body, MaxRequestBodyBytes+1))
-	body := buf.Bytes()
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("reading request body: %v", err))
 	}
@@ -35,6 +37,30 @@ func readBody(r *http.Request) ([]byte, error) {
 		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", MaxRequestBodyBytes))
 	}
 	return body, nil
+}
+
+// readAnnounced reads a body that announced its size n into one buffer of
+// exactly n bytes (a renewal's body is a few hundred), then reads on to the
+// end so that a body longer than announced is still read whole (and
+// judged against the limit by the caller).
+func readAnnounced(body io.Reader, n int) ([]byte, error) {
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(body, buf); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = fmt.Errorf("body shorter than its Content-Length of %d bytes: %w", n, err)
+		}
+		return nil, err
+	}
+	var probe [1]byte
+	m, err := io.ReadFull(body, probe[:])
+	switch {
+	case errors.Is(err, io.EOF):
+		return buf, nil
+	case err != nil:
+		return nil, err
+	}
+	rest, err := io.ReadAll(io.LimitReader(body, MaxRequestBodyBytes+1-int64(n)-int64(m)))
+	return append(append(buf, probe[:m]...), rest...), err
 }
 
 // fieldValidation is the fieldValidation query parameter.
