@@ -49,7 +49,7 @@ func (s *Server) renewalManagedFields(res *registry.Resource, subresource string
 		return false
 	}
 	if len(paths) > 0 {
-		owned, ok := s.fieldSets.getBytes(entry.FieldsV1.Raw)
+		owned, ok := s.fieldSets.getBytes(entry.FieldsV1.GetRawBytes())
 		if !ok {
 			return false
 		}
@@ -93,7 +93,7 @@ func sameManagedFields(a, b []metav1.ManagedFieldsEntry) bool {
 		if x.Manager != y.Manager || x.Operation != y.Operation || x.APIVersion != y.APIVersion ||
 			x.Subresource != y.Subresource || x.FieldsType != y.FieldsType || (x.Time == nil) != (y.Time == nil) ||
 			(x.Time != nil && !x.Time.Equal(y.Time)) || (x.FieldsV1 == nil) != (y.FieldsV1 == nil) ||
-			(x.FieldsV1 != nil && !bytes.Equal(x.FieldsV1.Raw, y.FieldsV1.Raw)) {
+			(x.FieldsV1 != nil && !bytes.Equal(x.FieldsV1.GetRawBytes(), y.FieldsV1.GetRawBytes())) {
 			return false
 		}
 	}

@@ -59,7 +59,7 @@ func TestValidateMetaUpdateMatchesApimachinery(t *testing.T) {
 // apimachinery would reject still reaches apimachinery.
 func TestMetaUnchangedOnlyWhenNothingCanFail(t *testing.T) {
 	now := metav1.NewTime(time.Now().Truncate(time.Second))
-	fields := &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:renewTime":{}}}`)}
+	fields := metav1.NewFieldsV1(`{"f:spec":{"f:renewTime":{}}}`)
 	old := metav1.ObjectMeta{
 		Name: "a", Namespace: "ns", UID: "u1", ResourceVersion: "5", CreationTimestamp: now, Generation: 2,
 		Labels: map[string]string{"k": "v"}, Annotations: map[string]string{"a": "b"}, Finalizers: []string{"f1"},
@@ -75,7 +75,7 @@ func TestMetaUnchangedOnlyWhenNothingCanFail(t *testing.T) {
 		"managed fields left out": {func(m *metav1.ObjectMeta) { m.ManagedFields = nil }, true},
 		"new resourceVersion":     {func(m *metav1.ObjectMeta) { m.ResourceVersion = "9" }, true},
 		"same fields, new slice": {func(m *metav1.ObjectMeta) {
-			m.ManagedFields[0].FieldsV1 = &metav1.FieldsV1{Raw: []byte(string(fields.Raw))}
+			m.ManagedFields[0].FieldsV1 = metav1.NewFieldsV1(fields.GetRawString())
 		}, true},
 		"bad label":                {func(m *metav1.ObjectMeta) { m.Labels = map[string]string{"a b": "c"} }, false},
 		"bad annotation":           {func(m *metav1.ObjectMeta) { m.Annotations = map[string]string{"/x": "y"} }, false},
@@ -86,7 +86,7 @@ func TestMetaUnchangedOnlyWhenNothingCanFail(t *testing.T) {
 		"owner missing uid":        {func(m *metav1.ObjectMeta) { m.OwnerReferences[0].UID = "" }, false},
 		"two controllers":          {func(m *metav1.ObjectMeta) { m.OwnerReferences[0].Controller = ptr.To(true) }, false},
 		"bad managed operation":    {func(m *metav1.ObjectMeta) { m.ManagedFields[0].Operation = "Bogus" }, false},
-		"managed fields edited":    {func(m *metav1.ObjectMeta) { m.ManagedFields[0].FieldsV1 = &metav1.FieldsV1{Raw: []byte(`{}`)} }, false},
+		"managed fields edited":    {func(m *metav1.ObjectMeta) { m.ManagedFields[0].FieldsV1 = metav1.NewFieldsV1(`{}`) }, false},
 		"managed entry added":      {func(m *metav1.ObjectMeta) { m.ManagedFields = append(m.ManagedFields, m.ManagedFields[0]) }, false},
 		"name changed":             {func(m *metav1.ObjectMeta) { m.Name = "b" }, false},
 		"namespace changed":        {func(m *metav1.ObjectMeta) { m.Namespace = "other" }, false},
