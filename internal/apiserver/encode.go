@@ -59,7 +59,7 @@ func decodeStored(dec runtime.Decoder, res *registry.Resource, value []byte, rev
 // table (see package intern): the cache holds every object for as long as it
 // is current or in the event window, and their copies of the same reasons,
 // labels and managedFields were a large share of its memory.
-func StorageDecoder(scheme *runtime.Scheme, resources *registry.Set) func(key string, value []byte, rev int64) (runtime.Object, error) {
+func StorageDecoder(scheme *runtime.Scheme, resources *registry.Set) func(key string, value []byte, rev int64, prev runtime.Object) (runtime.Object, error) {
 	_, dec := newStorageCodec(scheme)
 	table := intern.New()
 	byPrefix := map[string]*registry.Resource{}
@@ -68,7 +68,7 @@ func StorageDecoder(scheme *runtime.Scheme, resources *registry.Set) func(key st
 			byPrefix[r.KeyPrefix("")] = r
 		}
 	}
-	return func(key string, value []byte, rev int64) (runtime.Object, error) {
+	return func(key string, value []byte, rev int64, prev runtime.Object) (runtime.Object, error) {
 		// "/registry/<resource>/..." → "/registry/<resource>/"
 		i := strings.IndexByte(key[len("/registry/"):], '/')
 		if !strings.HasPrefix(key, "/registry/") || i < 0 {
@@ -82,7 +82,9 @@ func StorageDecoder(scheme *runtime.Scheme, resources *registry.Set) func(key st
 		if err != nil {
 			return nil, err
 		}
-		table.Object(obj)
+		// A new version mostly repeats the previous one's strings: taking
+		// them from it skips the table's lookups (see intern.ObjectLike).
+		table.ObjectLike(obj, prev)
 		return obj, nil
 	}
 }

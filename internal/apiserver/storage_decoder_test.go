@@ -2,6 +2,7 @@ package apiserver_test
 
 import (
 	"bytes"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"testing"
 	"time"
 	"unsafe"
@@ -39,11 +40,11 @@ func TestStorageDecoderSharesRepeatedStrings(t *testing.T) {
 		}
 		return raw.Bytes()
 	}
-	objA, err := decode("/registry/nodes/a", stored("a"), 7)
+	objA, err := decode("/registry/nodes/a", stored("a"), 7, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	objB, err := decode("/registry/nodes/b", stored("b"), 8)
+	objB, err := decode("/registry/nodes/b", stored("b"), 8, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,5 +55,19 @@ func TestStorageDecoderSharesRepeatedStrings(t *testing.T) {
 	ma, mb := a.Status.Conditions[0].Message, b.Status.Conditions[0].Message
 	if ma != "kubelet is posting ready status" || unsafe.StringData(ma) != unsafe.StringData(mb) {
 		t.Errorf("the two nodes' Ready messages (%q) do not share their bytes", ma)
+	}
+
+	// A new version decoded with the cached one shares its strings.
+	objA2, err := decode("/registry/nodes/a", stored("a"), 9, objA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2 := objA2.(*corev1.Node)
+	if a2.Name != "a" || a2.ResourceVersion != "9" || unsafe.StringData(a2.Name) != unsafe.StringData(a.Name) ||
+		unsafe.StringData(a2.Status.Conditions[0].Reason) != unsafe.StringData(a.Status.Conditions[0].Reason) {
+		t.Errorf("the next version %s@%s does not share the cached version's strings", a2.Name, a2.ResourceVersion)
+	}
+	if !apiequality.Semantic.DeepEqual(a2.Status, a.Status) || a.ResourceVersion != "7" {
+		t.Errorf("decoding the next version changed a value: %v, cached version now at %s", a2.Status, a.ResourceVersion)
 	}
 }

@@ -201,3 +201,142 @@ func firstKey(l corev1.ResourceList) string {
 	}
 	return ""
 }
+
+// TestObjectLikeTakesEqualStringsFromLike checks ObjectLike's shortcut: a
+// string equal to the one at the same place in like becomes like's (even
+// where like's is not the table's copy, which shows no lookup was made),
+// one that differs is interned through the table, and the object keeps its
+// value throughout.
+func TestObjectLikeTakesEqualStringsFromLike(t *testing.T) {
+	tab := New()
+	other := node(t, "node-b", "1")
+	tab.Object(other)
+	like := node(t, "node-a", "1") // not interned: its strings are its own
+	next := node(t, "node-a", "2")
+	next.Status.Conditions[0].Message = "kubelet is posting ready status" + ""
+	next.Status.Conditions = append(next.Status.Conditions, *other.Status.Conditions[0].DeepCopy())
+	next.Status.Conditions[1].Type = corev1.NodeMemoryPressure
+	next.ManagedFields[0].Manager = "someone-else"
+	want := next.DeepCopy()
+
+	tab.ObjectLike(next, like)
+	if !apiequality.Semantic.DeepEqual(want, next) {
+		t.Fatalf("ObjectLike changed the object's value")
+	}
+	for name, pair := range map[string][2]string{
+		"name":      {next.Name, like.Name},
+		"uid":       {string(next.UID), string(like.UID)},
+		"reason":    {next.Status.Conditions[0].Reason, like.Status.Conditions[0].Reason},
+		"operation": {string(next.ManagedFields[0].Operation), string(like.ManagedFields[0].Operation)},
+	} {
+		if !sameData(pair[0], pair[1]) {
+			t.Errorf("%s: equal to like's but not taken from it", name)
+		}
+	}
+	if unsafe.SliceData(next.ManagedFields[0].FieldsV1.GetRawBytes()) != unsafe.SliceData(like.ManagedFields[0].FieldsV1.GetRawBytes()) {
+		t.Error("managedFields bytes not taken from like")
+	}
+	if got := next.ManagedFields[0].FieldsV1.GetRawBytes(); cap(got) != len(got) {
+		t.Errorf("taken bytes have capacity %d past their length %d: an append would write into like", cap(got), len(got))
+	}
+	// Where like has nothing (a second condition) or differs (the manager),
+	// the table's copies are used, shared with other objects.
+	if !sameData(string(next.Status.Conditions[1].Type), string(tab.String(string(corev1.NodeMemoryPressure)))) ||
+		!sameData(next.Status.Conditions[1].Reason, other.Status.Conditions[0].Reason) {
+		t.Error("a value without a counterpart in like was not interned through the table")
+	}
+	if sameData(next.ManagedFields[0].Manager, like.ManagedFields[0].Manager) ||
+		!sameData(next.ManagedFields[0].Manager, tab.String("someone-else")) {
+		t.Error("a value that differs from like's was not interned through the table")
+	}
+	if sameData(next.ResourceVersion, like.ResourceVersion) {
+		t.Error("resourceVersion was shared")
+	}
+}
+
+func TestObjectLikeWithoutAUsableLikeIsObject(t *testing.T) {
+	for name, like := range map[string]any{"nil": nil, "nil pointer": (*corev1.Node)(nil), "other type": &coordinationv1.Lease{}} {
+		t.Run(name, func(t *testing.T) {
+			tab := New()
+			first := node(t, "node-a", "1")
+			tab.Object(first)
+			n := node(t, "node-a", "2")
+			tab.ObjectLike(n, like)
+			if !sameData(n.Name, first.Name) || !sameData(n.Status.Conditions[0].Message, first.Status.Conditions[0].Message) {
+				t.Error("not interned through the table")
+			}
+		})
+	}
+}
+
+// BenchmarkObjectLikeNode is BenchmarkObjectNode for the watch cache's
+// common case: a new version of a node whose previous version is cached.
+func BenchmarkObjectLikeNode(b *testing.B) {
+	tab := New()
+	prev := make([]*corev1.Node, 1024)
+	next := make([]*corev1.Node, len(prev))
+	for i := range prev {
+		prev[i] = node(b, fmt.Sprintf("node-%04d", i), "1")
+		tab.Object(prev[i])
+		next[i] = node(b, fmt.Sprintf("node-%04d", i), "2")
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		tab.ObjectLike(next[i%len(next)], prev[i%len(prev)])
+	}
+}
+
+// BenchmarkLeaseVersion interns a new version of one of 100,000 node leases
+// (the watch cache's load in a 100k fleet), through the table alone and
+// taking from the cached version: with this many strings the table's
+// lookups miss the CPU caches.
+func BenchmarkLeaseVersion(b *testing.B) {
+	const n = 100_000
+	lease := func(i int, rv string) *coordinationv1.Lease {
+		name := fmt.Sprintf("node-%06d", i)
+		l := &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: name, Namespace: "kube-node-lease", UID: types.UID(fmt.Sprintf("%08d-uid", i)), ResourceVersion: rv,
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: name, UID: types.UID(fmt.Sprintf("%08d-node", i))}},
+				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate,
+					APIVersion: "coordination.k8s.io/v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:holderIdentity":{},"f:renewTime":{}}}`)}},
+			},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: &name},
+		}
+		out := &coordinationv1.Lease{}
+		viaProtobuf(b, l, out)
+		return out
+	}
+	tab := New()
+	cached := make([]*coordinationv1.Lease, n)
+	next := make([]*coordinationv1.Lease, n)
+	for i := range cached {
+		cached[i] = lease(i, "1")
+		tab.Object(cached[i])
+	}
+	for _, like := range []bool{false, true} {
+		b.Run(fmt.Sprintf("like=%v", like), func(b *testing.B) {
+			for i := range next {
+				next[i] = lease(i, "2")
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				// Every version is interned once, as the cache does.
+				if i > 0 && i%n == 0 {
+					b.StopTimer()
+					for j := range next {
+						next[j] = lease(j, "2")
+					}
+					b.StartTimer()
+				}
+				if like {
+					tab.ObjectLike(next[i%n], cached[i%n])
+				} else {
+					tab.Object(next[i%n])
+				}
+			}
+		})
+	}
+}

@@ -19,15 +19,24 @@ type decoded struct {
 	obj runtime.Object // nil for a delete, or when the value did not decode
 }
 
-// decode decodes the values of a batch of storage events.
+// decode decodes the values of a batch of storage events, each given the
+// key's current object (as of before the batch) to share unchanged parts with.
 func (c *Cache) decode(evs []storage.Event) []decoded {
 	out := make([]decoded, len(evs))
+	prevs := make([]runtime.Object, len(evs))
+	c.mu.RLock()
+	for i, ev := range evs {
+		if e, ok := c.objects[ev.Key]; ok && ev.Type == storage.EventPut {
+			prevs[i] = e.obj
+		}
+	}
+	c.mu.RUnlock()
 	for i, ev := range evs {
 		out[i].ev = ev
 		if ev.Type != storage.EventPut {
 			continue
 		}
-		obj, err := c.opts.Decode(ev.Key, ev.Value, ev.Revision)
+		obj, err := c.opts.Decode(ev.Key, ev.Value, ev.Revision, prevs[i])
 		if err != nil {
 			// The revision still advances (the store moved on), but the key keeps
 			// its last good state: serving a stale object beats inventing a delete.

@@ -34,9 +34,11 @@ type Options struct {
 	// must fall under it.
 	Prefix string
 	// Decode turns a stored value into an object and sets its
-	// metadata.resourceVersion to rev. It is called from the cache's own
-	// goroutine only.
-	Decode func(key string, value []byte, rev int64) (runtime.Object, error)
+	// metadata.resourceVersion to rev. prev is the key's object in the cache,
+	// or nil: published, so only to be read, and the returned object may
+	// share memory with it (its strings, say). It is called from the cache's
+	// own goroutine only.
+	Decode func(key string, value []byte, rev int64, prev runtime.Object) (runtime.Object, error)
 	// Window is the number of recent events kept (DefaultWindow if 0).
 	Window int
 	// BookmarkInterval is how often watchers that asked get a BOOKMARK

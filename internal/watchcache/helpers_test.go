@@ -41,7 +41,7 @@ func encodeLease(t testing.TB, ns, name, holder string, labels map[string]string
 	return b
 }
 
-func decodeLease(_ string, value []byte, rev int64) (runtime.Object, error) {
+func decodeLease(_ string, value []byte, rev int64, _ runtime.Object) (runtime.Object, error) {
 	l := &coordinationv1.Lease{}
 	if err := json.Unmarshal(value, l); err != nil {
 		return nil, fmt.Errorf("decoding lease: %w", err)

@@ -84,7 +84,7 @@ func (c *Cache) list(ctx context.Context) error {
 		}
 		rev = page.Revision
 		for _, kv := range page.KVs {
-			obj, err := c.opts.Decode(kv.Key, kv.Value, kv.ModRevision)
+			obj, err := c.opts.Decode(kv.Key, kv.Value, kv.ModRevision, nil)
 			if err != nil {
 				c.log.Error("cannot decode stored object; leaving it out of the cache",
 					"key", kv.Key, "revision", kv.ModRevision, "err", err)

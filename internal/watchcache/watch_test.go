@@ -38,7 +38,7 @@ func expectHistory(t *testing.T, w *Watcher, want []storage.Event) {
 		if sev.Type == storage.EventDelete {
 			value = sev.PrevValue
 		}
-		wantObj, _ := decodeLease(sev.Key, value, sev.Revision)
+		wantObj, _ := decodeLease(sev.Key, value, sev.Revision, nil)
 		if holderOf(ev.Object) != holderOf(wantObj) {
 			t.Fatalf("event %d: holder %q, want %q", i, holderOf(ev.Object), holderOf(wantObj))
 		}
