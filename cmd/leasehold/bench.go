@@ -137,7 +137,14 @@ func newBenchCmd() *cobra.Command {
 lease with its resourceVersion; on conflict a GET and a retry) and reports
 throughput, latency percentiles, errors by kind and, with --server-pid, the
 server's CPU time and peak RSS. A progress line goes to standard error every
-second and the final result to standard output.`,
+second and the final result to standard output.
+
+Unless GOGC is set, the Go garbage collector runs at GOGC=400: the
+generator's collector would otherwise take CPU from a server that shares
+the machine.`,
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			applyGCDefaults(slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)), benchGCPercent)
+		},
 	}
 	cmd.AddCommand(newBenchMaxCmd(), newBenchRateCmd(), newBenchFleetCmd())
 	return cmd

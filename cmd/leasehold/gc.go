@@ -17,13 +17,22 @@ import (
 // is read from the profiles, not from those totals.
 const serveGCPercent = 200
 
-// applyGCDefaults sets serve's GC target unless the operator chose one
-// through GOGC, and logs the setting in effect.
-func applyGCDefaults(log *slog.Logger) {
+// benchGCPercent is bench's GC target when GOGC is not set. The load
+// generator shares the machine with the server in every local measurement,
+// so its collector's CPU is taken from the server being measured. Its live
+// heap is the cached lease of every simulated node; at Go's default a
+// 100,000-lease bench rate spent about a third of its CPU profile in the
+// collector, and at 400 the generator used 12% less CPU over the same
+// 60 s run (55.0 -> 48.2 CPU-s) for a peak RSS of 785 instead of 343 MiB.
+const benchGCPercent = 400
+
+// applyGCDefaults sets the GC target to percent unless the operator chose
+// one through GOGC, and logs the setting in effect.
+func applyGCDefaults(log *slog.Logger, percent int) {
 	if v, ok := os.LookupEnv("GOGC"); ok {
 		log.Info("garbage collector target from the environment", "GOGC", v)
 		return
 	}
-	debug.SetGCPercent(serveGCPercent)
-	log.Info("garbage collector target", "GOGC", serveGCPercent)
+	debug.SetGCPercent(percent)
+	log.Info("garbage collector target", "GOGC", percent)
 }

@@ -40,7 +40,7 @@ request for about one more watch cache's worth of memory.`,
 				return &exitError{code: 2, err: err}
 			}
 			cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-			applyGCDefaults(cfg.Logger)
+			applyGCDefaults(cfg.Logger, serveGCPercent)
 			return server.Run(cmd.Context(), cfg)
 		},
 	}
