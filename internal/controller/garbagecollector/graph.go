@@ -58,6 +58,10 @@ func (g *graph) set(key string, n *node) *node {
 		}
 		if !slices.Equal(old.owners, n.owners) {
 			g.unlinkLocked(key, old.owners)
+		} else if old.uid == n.uid && old.deletingDependents == n.deletingDependents {
+			// The same state (a lease renewal's case): the node kept is as good,
+			// and writing two maps of every object's entries was measurable.
+			return old
 		} else {
 			// Same references: nothing to re-index.
 			g.nodes[key] = n
