@@ -2,6 +2,7 @@ package intern
 
 import (
 	"fmt"
+	"reflect"
 	"runtime"
 	"testing"
 	"unsafe"
@@ -338,5 +339,76 @@ func BenchmarkLeaseVersion(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// shapes holds every kind of place a walk reaches, a recursive type
+// included, so that each plan is exercised on values whose addresses differ
+// from the struct's start.
+type shapes struct {
+	n        int64
+	Name     string
+	hidden   string
+	Arr      [2]string
+	Ptrs     []*string
+	Kids     []*shapes
+	ByKey    map[string]shapes
+	Raw      []byte
+	Named    types.UID
+	Empty    [0]string
+	Optional *shapes
+}
+
+func TestWalkReachesEveryShape(t *testing.T) {
+	fresh := func(s string) string { return string([]byte(s)) } // a copy of its own
+	build := func() *shapes {
+		a, b := fresh("ptr-a"), fresh("ptr-b")
+		return &shapes{
+			n: 1, Name: fresh("top"), hidden: fresh("hidden"), Arr: [2]string{fresh("arr-0"), fresh("arr-1")},
+			Ptrs:  []*string{&a, nil, &b},
+			Kids:  []*shapes{{Name: fresh("kid"), Kids: []*shapes{{Name: fresh("grandkid")}}}, nil},
+			ByKey: map[string]shapes{fresh("key"): {Name: fresh("in-map"), Arr: [2]string{fresh("x"), ""}}},
+			Raw:   []byte(fresh("raw-bytes")), Named: types.UID(fresh("uid")),
+			Optional: &shapes{Name: fresh("optional")},
+		}
+	}
+	tab := New()
+	first, second := build(), build()
+	want := build()
+	tab.Object(first)
+	tab.Object(second)
+	if !reflect.DeepEqual(first, want) || !reflect.DeepEqual(second, want) {
+		t.Fatal("interning changed a value")
+	}
+	for name, pair := range map[string][2]string{
+		"field":            {first.Name, second.Name},
+		"array element":    {first.Arr[1], second.Arr[1]},
+		"through pointer":  {*first.Ptrs[2], *second.Ptrs[2]},
+		"recursive":        {first.Kids[0].Kids[0].Name, second.Kids[0].Kids[0].Name},
+		"map value":        {first.ByKey["key"].Name, second.ByKey["key"].Name},
+		"map value array":  {first.ByKey["key"].Arr[0], second.ByKey["key"].Arr[0]},
+		"named string":     {string(first.Named), string(second.Named)},
+		"optional pointer": {first.Optional.Name, second.Optional.Name},
+	} {
+		if !sameData(pair[0], pair[1]) {
+			t.Errorf("%s: not shared", name)
+		}
+	}
+	if unsafe.SliceData(first.Raw) != unsafe.SliceData(second.Raw) || cap(first.Raw) != len(first.Raw) {
+		t.Error("bytes not shared, or shared with room to append into")
+	}
+	if sameData(first.hidden, second.hidden) {
+		t.Error("an unexported field was interned")
+	}
+	// Taken from like where like has the same place, and only there.
+	third, like := build(), build()
+	like.Kids = like.Kids[:1]
+	like.Kids[0].Kids = nil
+	tab.ObjectLike(third, like)
+	if !sameData(third.Arr[0], like.Arr[0]) || !sameData(*third.Ptrs[0], *like.Ptrs[0]) || !sameData(third.Kids[0].Name, like.Kids[0].Name) {
+		t.Error("equal values not taken from like")
+	}
+	if !sameData(third.Kids[0].Kids[0].Name, first.Kids[0].Kids[0].Name) {
+		t.Error("a value like lacks was not interned through the table")
 	}
 }

@@ -7,10 +7,18 @@ import (
 	"unsafe"
 )
 
-// walkFunc interns what v (addressable) holds. like is the value at the same
-// place in an object of the same type whose strings may be taken over, or
-// the zero Value when there is none.
-type walkFunc func(t *Table, v, like reflect.Value)
+// walkFunc interns what the value of its plan's type at p holds. like points
+// at the value at the same place in an object of the same type whose
+// strings may be taken over, or is nil when there is none.
+//
+// Plans address values by pointer and field offset rather than through
+// reflect.Value: a walk visits every field of every object the cache
+// decodes, and reflect.Value's bookkeeping per field was most of its cost
+// once equal strings no longer needed a table lookup. Every pointer a walk
+// forms points into the object it was given (a field, or an element below a
+// slice's length), and every write goes through a typed pointer, so the
+// garbage collector sees them as it sees ordinary Go code.
+type walkFunc func(t *Table, p, like unsafe.Pointer)
 
 // skippedField names the fields left alone: see the package comment.
 const skippedField = "ResourceVersion"
@@ -20,15 +28,7 @@ const skippedField = "ResourceVersion"
 // Interfaces are not followed. obj must not be shared with other goroutines
 // yet: its fields are rewritten.
 func (t *Table) Object(obj any) {
-	v := reflect.ValueOf(obj)
-	if v.Kind() != reflect.Pointer || v.IsNil() {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if w := t.planLocked(v.Type()); w != nil {
-		w(t, v, reflect.Value{})
-	}
+	t.ObjectLike(obj, nil)
 }
 
 // ObjectLike is Object for obj given like, an object of the same type that
@@ -44,23 +44,15 @@ func (t *Table) ObjectLike(obj, like any) {
 	if v.Kind() != reflect.Pointer || v.IsNil() {
 		return
 	}
-	l := reflect.ValueOf(like)
-	if !l.IsValid() || l.Type() != v.Type() || l.IsNil() {
-		l = reflect.Value{}
+	var lp unsafe.Pointer
+	if l := reflect.ValueOf(like); l.IsValid() && l.Type() == v.Type() {
+		lp = l.UnsafePointer()
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if w := t.planLocked(v.Type()); w != nil {
-		w(t, v, l)
+	if w := t.planLocked(v.Type().Elem()); w != nil {
+		w(t, v.UnsafePointer(), lp)
 	}
-}
-
-// elemLike is like's element i, or the zero Value when it has none.
-func elemLike(like reflect.Value, i int) reflect.Value {
-	if !like.IsValid() || i >= like.Len() {
-		return reflect.Value{}
-	}
-	return like.Index(i)
 }
 
 // planLocked returns the walk for values of type typ, or nil if they hold
@@ -71,9 +63,9 @@ func (t *Table) planLocked(typ reflect.Type) walkFunc {
 		return w
 	}
 	var built walkFunc
-	t.plans[typ] = func(t *Table, v, like reflect.Value) {
+	t.plans[typ] = func(t *Table, p, like unsafe.Pointer) {
 		if built != nil {
-			built(t, v, like)
+			built(t, p, like)
 		}
 	}
 	built = t.buildLocked(typ)
@@ -85,33 +77,28 @@ func (t *Table) buildLocked(typ reflect.Type) walkFunc {
 	switch typ.Kind() {
 	case reflect.String:
 		return internString
-	case reflect.Slice, reflect.Array:
-		if typ.Kind() == reflect.Slice && typ.Elem().Kind() == reflect.Uint8 {
+	case reflect.Slice:
+		if typ.Elem().Kind() == reflect.Uint8 {
 			return internBytes
 		}
-		elem := t.planLocked(typ.Elem())
-		if elem == nil {
-			return nil
-		}
-		return func(t *Table, v, like reflect.Value) {
-			for i := range v.Len() {
-				elem(t, v.Index(i), elemLike(like, i))
-			}
-		}
+		return t.sliceLocked(typ)
+	case reflect.Array:
+		return t.arrayLocked(typ)
 	case reflect.Pointer:
 		elem := t.planLocked(typ.Elem())
 		if elem == nil {
 			return nil
 		}
-		return func(t *Table, v, like reflect.Value) {
-			if v.IsNil() {
+		return func(t *Table, p, like unsafe.Pointer) {
+			q := *(*unsafe.Pointer)(p)
+			if q == nil {
 				return
 			}
-			if like.IsValid() && !like.IsNil() {
-				elem(t, v.Elem(), like.Elem())
-			} else {
-				elem(t, v.Elem(), reflect.Value{})
+			var lq unsafe.Pointer
+			if like != nil {
+				lq = *(*unsafe.Pointer)(like)
 			}
+			elem(t, q, lq)
 		}
 	case reflect.Struct:
 		return t.structLocked(typ)
@@ -121,10 +108,55 @@ func (t *Table) buildLocked(typ reflect.Type) walkFunc {
 	return nil
 }
 
+// sliceHeader is the layout of every slice value.
+type sliceHeader struct {
+	data     unsafe.Pointer
+	len, cap int
+}
+
+func (t *Table) sliceLocked(typ reflect.Type) walkFunc {
+	elem := t.planLocked(typ.Elem())
+	if elem == nil {
+		return nil
+	}
+	size := typ.Elem().Size()
+	return func(t *Table, p, like unsafe.Pointer) {
+		s := (*sliceHeader)(p)
+		var l sliceHeader
+		if like != nil {
+			l = *(*sliceHeader)(like)
+		}
+		for i := range s.len {
+			var le unsafe.Pointer
+			if i < l.len {
+				le = unsafe.Add(l.data, uintptr(i)*size)
+			}
+			elem(t, unsafe.Add(s.data, uintptr(i)*size), le)
+		}
+	}
+}
+
+func (t *Table) arrayLocked(typ reflect.Type) walkFunc {
+	elem := t.planLocked(typ.Elem())
+	if elem == nil || typ.Len() == 0 {
+		return nil
+	}
+	size, n := typ.Elem().Size(), typ.Len()
+	return func(t *Table, p, like unsafe.Pointer) {
+		for i := range n {
+			var le unsafe.Pointer
+			if like != nil {
+				le = unsafe.Add(like, uintptr(i)*size)
+			}
+			elem(t, unsafe.Add(p, uintptr(i)*size), le)
+		}
+	}
+}
+
 func (t *Table) structLocked(typ reflect.Type) walkFunc {
 	type field struct {
-		index int
-		walk  walkFunc
+		offset uintptr
+		walk   walkFunc
 	}
 	var fields []field
 	for i := range typ.NumField() {
@@ -133,19 +165,19 @@ func (t *Table) structLocked(typ reflect.Type) walkFunc {
 			continue
 		}
 		if w := t.planLocked(f.Type); w != nil {
-			fields = append(fields, field{i, w})
+			fields = append(fields, field{f.Offset, w})
 		}
 	}
 	if len(fields) == 0 {
 		return nil
 	}
-	return func(t *Table, v, like reflect.Value) {
+	return func(t *Table, p, like unsafe.Pointer) {
 		for _, f := range fields {
-			if like.IsValid() {
-				f.walk(t, v.Field(f.index), like.Field(f.index))
-			} else {
-				f.walk(t, v.Field(f.index), reflect.Value{})
+			var lf unsafe.Pointer
+			if like != nil {
+				lf = unsafe.Add(like, f.offset)
 			}
+			f.walk(t, unsafe.Add(p, f.offset), lf)
 		}
 	}
 }
@@ -163,14 +195,15 @@ func (t *Table) mapLocked(typ reflect.Type) walkFunc {
 		return nil
 	}
 	elem := t.planLocked(typ.Elem())
-	return func(t *Table, v, _ reflect.Value) {
+	return func(t *Table, p, _ unsafe.Pointer) {
+		v := reflect.NewAt(typ, p).Elem()
 		for iter := v.MapRange(); iter.Next(); {
 			val := iter.Value()
 			if elem != nil {
-				c := reflect.New(typ.Elem()).Elem()
-				c.Set(val)
-				elem(t, c, reflect.Value{})
-				val = c
+				c := reflect.New(typ.Elem())
+				c.Elem().Set(val)
+				elem(t, c.UnsafePointer(), nil)
+				val = c.Elem()
 			}
 			key := reflect.New(typ.Key()).Elem()
 			key.SetString(t.stringLocked(iter.Key().String()))
@@ -181,40 +214,41 @@ func (t *Table) mapLocked(typ reflect.Type) walkFunc {
 
 // internStringMap is mapLocked for labels and annotations, without
 // reflection.
-func internStringMap(t *Table, v, _ reflect.Value) {
-	m := v.Interface().(map[string]string)
+func internStringMap(t *Table, p, _ unsafe.Pointer) {
+	m := *(*map[string]string)(p)
 	for k, val := range m {
 		m[t.stringLocked(k)] = t.stringLocked(val)
 	}
 }
 
-func internString(t *Table, v, like reflect.Value) {
-	s := v.String()
-	if s == "" {
+func internString(t *Table, p, like unsafe.Pointer) {
+	s := (*string)(p)
+	if *s == "" {
 		return
 	}
-	if like.IsValid() {
-		if l := like.String(); l == s {
-			v.SetString(l)
+	if like != nil {
+		if l := *(*string)(like); l == *s {
+			*s = l
 			return
 		}
 	}
-	v.SetString(t.stringLocked(s))
+	*s = t.stringLocked(*s)
 }
 
-// internBytes makes v alias the canonical string with its bytes (capacity
-// equal to length, so an append copies instead of writing into it).
-func internBytes(t *Table, v, like reflect.Value) {
-	b := v.Bytes()
-	if len(b) == 0 {
+// internBytes makes the []byte at p alias the canonical string with its
+// bytes (capacity equal to length, so an append copies instead of writing
+// into it), or like's bytes when they are equal.
+func internBytes(t *Table, p, like unsafe.Pointer) {
+	b := (*[]byte)(p)
+	if len(*b) == 0 {
 		return
 	}
-	if like.IsValid() {
-		if l := like.Bytes(); bytes.Equal(l, b) {
-			v.SetBytes(slices.Clip(l))
+	if like != nil {
+		if l := *(*[]byte)(like); bytes.Equal(l, *b) {
+			*b = slices.Clip(l)
 			return
 		}
 	}
-	s := t.stringLocked(unsafe.String(&b[0], len(b)))
-	v.SetBytes(unsafe.Slice(unsafe.StringData(s), len(s)))
+	s := t.stringLocked(unsafe.String(&(*b)[0], len(*b)))
+	*b = unsafe.Slice(unsafe.StringData(s), len(s))
 }
