@@ -62,21 +62,11 @@ func decodeStored(dec runtime.Decoder, res *registry.Resource, value []byte, rev
 func StorageDecoder(scheme *runtime.Scheme, resources *registry.Set) func(key string, value []byte, rev int64, prev runtime.Object) (runtime.Object, error) {
 	_, dec := newStorageCodec(scheme)
 	table := intern.New()
-	byPrefix := map[string]*registry.Resource{}
-	for _, r := range resources.All() {
-		if _, ok := byPrefix[r.KeyPrefix("")]; !ok {
-			byPrefix[r.KeyPrefix("")] = r
-		}
-	}
+	byKey := newKeyResources(resources)
 	return func(key string, value []byte, rev int64, prev runtime.Object) (runtime.Object, error) {
-		// "/registry/<resource>/..." → "/registry/<resource>/"
-		i := strings.IndexByte(key[len("/registry/"):], '/')
-		if !strings.HasPrefix(key, "/registry/") || i < 0 {
-			return nil, fmt.Errorf("key %q is not a resource key", key)
-		}
-		res, ok := byPrefix[key[:len("/registry/")+i+1]]
-		if !ok {
-			return nil, fmt.Errorf("key %q belongs to no served resource", key)
+		res, err := byKey.lookup(key)
+		if err != nil {
+			return nil, err
 		}
 		obj, err := decodeStored(dec, res, value, rev)
 		if err != nil {
@@ -87,6 +77,33 @@ func StorageDecoder(scheme *runtime.Scheme, resources *registry.Set) func(key st
 		table.ObjectLike(obj, prev)
 		return obj, nil
 	}
+}
+
+// keyResources finds the resource a storage key belongs to.
+type keyResources map[string]*registry.Resource
+
+func newKeyResources(resources *registry.Set) keyResources {
+	byPrefix := keyResources{}
+	for _, r := range resources.All() {
+		if _, ok := byPrefix[r.KeyPrefix("")]; !ok {
+			byPrefix[r.KeyPrefix("")] = r
+		}
+	}
+	return byPrefix
+}
+
+func (k keyResources) lookup(key string) (*registry.Resource, error) {
+	// "/registry/<resource>/..." → "/registry/<resource>/"
+	rest, ok := strings.CutPrefix(key, "/registry/")
+	i := strings.IndexByte(rest, '/')
+	if !ok || i < 0 {
+		return nil, fmt.Errorf("key %q is not a resource key", key)
+	}
+	res, ok := k[key[:len("/registry/")+i+1]]
+	if !ok {
+		return nil, fmt.Errorf("key %q belongs to no served resource", key)
+	}
+	return res, nil
 }
 
 // writeObject encodes obj with the negotiated serializer. obj must already be

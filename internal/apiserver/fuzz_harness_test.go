@@ -87,6 +87,7 @@ func newFuzzServer(tb testing.TB) *fuzzServer {
 	cache := watchcache.New(store, watchcache.Options{
 		Prefix:        "/registry/",
 		Decode:        apiserver.StorageDecoder(scheme, resources),
+		SameSelection: apiserver.SameSelection(resources),
 		Window:        10_000,
 		WatcherBuffer: 1000,
 		Logger:        log,

@@ -68,9 +68,10 @@ func newDirectHandler(b testing.TB) *directHandler {
 		b.Fatal(err)
 	}
 	cache := watchcache.New(store, watchcache.Options{
-		Prefix: "/registry/",
-		Decode: apiserver.StorageDecoder(scheme, resources),
-		Window: 100_000,
+		Prefix:        "/registry/",
+		Decode:        apiserver.StorageDecoder(scheme, resources),
+		SameSelection: apiserver.SameSelection(resources),
+		Window:        100_000,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

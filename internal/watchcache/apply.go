@@ -17,6 +17,9 @@ import (
 type decoded struct {
 	ev  storage.Event
 	obj runtime.Object // nil for a delete, or when the value did not decode
+	// sameAs is the previous state that Options.SameSelection found obj
+	// alike to, if it did.
+	sameAs runtime.Object
 }
 
 // decode decodes the values of a batch of storage events, each given the
@@ -37,6 +40,9 @@ func (c *Cache) decode(evs []storage.Event) []decoded {
 			continue
 		}
 		obj, err := c.opts.Decode(ev.Key, ev.Value, ev.Revision, prevs[i])
+		if err == nil && prevs[i] != nil && c.opts.SameSelection != nil && c.opts.SameSelection(ev.Key, prevs[i], obj) {
+			out[i].sameAs = prevs[i]
+		}
 		if err != nil {
 			// The revision still advances (the store moved on), but the key keeps
 			// its last good state: serving a stale object beats inventing a delete.
@@ -66,19 +72,24 @@ func (c *Cache) applyBatch(batch []decoded) {
 		case d.ev.Type == storage.EventDelete:
 			c.deleteLocked(d.ev.Key, d.ev.Revision)
 		case d.obj != nil:
-			c.putLocked(d.ev.Key, d.obj, d.ev.Revision, d.ev.Revision)
+			c.putLocked(d.ev.Key, d.obj, d.ev.Revision, d.ev.Revision, d.sameAs)
 		}
 	}
 	c.notifyLocked()
 }
 
 // putLocked stores obj (at storage revision modRev) at key and records an
-// ADDED or MODIFIED event at evRev.
-func (c *Cache) putLocked(key string, obj runtime.Object, modRev, evRev int64) {
+// ADDED or MODIFIED event at evRev. sameAs is the state SameSelection found
+// obj alike to, or nil: it spares keeping the previous state only if it is
+// that state (a batch may have changed the key since it was judged).
+func (c *Cache) putLocked(key string, obj runtime.Object, modRev, evRev int64, sameAs runtime.Object) {
 	if e, ok := c.objects[key]; ok {
-		prev := e.obj
+		ev := event{typ: watch.Modified, key: key, obj: obj, prev: e.obj, rev: evRev}
+		if sameAs != nil && sameAs == e.obj {
+			ev.prev, ev.prevSame = nil, true
+		}
 		e.obj, e.modRev = obj, modRev
-		c.pushLocked(event{typ: watch.Modified, key: key, obj: obj, prev: prev, rev: evRev})
+		c.pushLocked(ev)
 		return
 	}
 	e := &entry{key: key, obj: obj, modRev: modRev}
@@ -166,7 +177,7 @@ func (c *Cache) replace(kvs []decodedKV, rev int64) {
 			// Cannot happen with a consistent store; keep the window ordered anyway.
 			evRev = rev
 		}
-		c.putLocked(kv.key, kv.obj, kv.modRev, evRev)
+		c.putLocked(kv.key, kv.obj, kv.modRev, evRev, nil)
 		last = evRev
 	}
 	for _, key := range gone {

@@ -39,6 +39,16 @@ type Options struct {
 	// share memory with it (its strings, say). It is called from the cache's
 	// own goroutine only.
 	Decode func(key string, value []byte, rev int64, prev runtime.Object) (runtime.Object, error)
+	// SameSelection, if set, reports whether every WatchOptions.Predicate
+	// judges prev and obj, two states of the object at key, alike (for the API
+	// server: the same name, namespace, labels and selectable fields). An
+	// update for which it is true keeps no reference to prev in the event
+	// window: prev is needed only to tell a watcher with a predicate that an
+	// object started or stopped matching, and a lease renewal, the bulk of
+	// all writes, changes nothing a predicate reads, while keeping every
+	// previous version for the window's lifetime roughly doubled the lease
+	// objects the cache holds. It is called from the cache's own goroutine.
+	SameSelection func(key string, prev, obj runtime.Object) bool
 	// Window is the number of recent events kept (DefaultWindow if 0).
 	Window int
 	// BookmarkInterval is how often watchers that asked get a BOOKMARK

@@ -9,13 +9,16 @@ import (
 
 // event is one change as kept in the window. prev is the object before the
 // change (nil for a create): watchers with a predicate need it to turn a change
-// into ADDED, MODIFIED or DELETED from their own point of view.
+// into ADDED, MODIFIED or DELETED from their own point of view. prevSame says
+// that every predicate judges prev as it judges obj (Options.SameSelection),
+// and prev is then not kept.
 type event struct {
-	typ  watch.EventType
-	key  string
-	obj  runtime.Object
-	prev runtime.Object
-	rev  int64
+	typ      watch.EventType
+	key      string
+	obj      runtime.Object
+	prev     runtime.Object
+	prevSame bool
+	rev      int64
 }
 
 // ring is the bounded window of recent events. Every event gets a sequence

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -223,7 +225,38 @@ func TestWatchPredicateTransitions(t *testing.T) {
 }
 
 func testWatchPredicateTransitions(t *testing.T, s storage.Interface) {
-	c := startCache(t, s, Options{})
+	predicateTransitions(t, s, Options{})
+}
+
+// TestWatchPredicateTransitionsWithoutPreviousStates runs the same
+// transitions with SameSelection: watchers see the same events, and the
+// window keeps a previous state only where the labels changed.
+func TestWatchPredicateTransitionsWithoutPreviousStates(t *testing.T) {
+	onEachBackend(t, func(t *testing.T, s storage.Interface) {
+		sameLabels := func(_ string, prev, obj runtime.Object) bool {
+			return maps.Equal(prev.(metav1.Object).GetLabels(), obj.(metav1.Object).GetLabels())
+		}
+		c := predicateTransitions(t, s, Options{SameSelection: sameLabels})
+		kept := map[string]bool{}
+		c.mu.RLock()
+		for seq := c.events.oldestSeq(); seq < c.events.next; seq++ {
+			if e := c.events.at(seq); e.typ == watch.Modified && e.key == leaseKey("a", "x") {
+				kept[holderOf(e.obj)] = e.prev != nil
+				if e.prevSame == (e.prev != nil) {
+					t.Errorf("update to %s: prevSame %v with prev %v", holderOf(e.obj), e.prevSame, e.prev)
+				}
+			}
+		}
+		c.mu.RUnlock()
+		want := map[string]bool{"h": true, "h2": false, "h3": true, "h4": false}
+		if !maps.Equal(kept, want) {
+			t.Fatalf("previous state kept per update: %v, want %v", kept, want)
+		}
+	})
+}
+
+func predicateTransitions(t *testing.T, s storage.Interface, opts Options) *Cache {
+	c := startCache(t, s, opts)
 	hot := map[string]string{"tier": "hot"}
 	cold := map[string]string{"tier": "cold"}
 	pred := func(o runtime.Object) bool {
@@ -253,6 +286,7 @@ func testWatchPredicateTransitions(t *testing.T, s storage.Interface) {
 	r = remove(t, s, "a", "y")
 	expect(watch.Deleted, r, "hot") // last state, deletion's revision
 	expectNothing(t, w, 50*time.Millisecond)
+	return c
 }
 
 func TestSlowWatcherIsClosedWhileOthersContinue(t *testing.T) {

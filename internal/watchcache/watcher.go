@@ -252,7 +252,10 @@ func (w *Watcher) convert(e *event) (Event, bool) {
 		return ev, pred(e.obj)
 	}
 	now := pred(e.obj)
-	before := e.prev != nil && pred(e.prev)
+	before := now
+	if !e.prevSame {
+		before = e.prev != nil && pred(e.prev)
+	}
 	switch {
 	case now && before:
 		ev.Type = watch.Modified
