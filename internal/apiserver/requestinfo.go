@@ -21,8 +21,11 @@ type requestInfo struct {
 // parseRequestInfo returns ok=false for paths that are not resource requests.
 func parseRequestInfo(r *http.Request) (requestInfo, bool) {
 	var info requestInfo
-	parts := splitPath(r.URL.Path)
+	var buf [maxPathParts]string
+	parts, ok := splitPath(r.URL.Path, &buf)
 	switch {
+	case !ok:
+		return info, false
 	case len(parts) >= 2 && parts[0] == "api":
 		info.version = parts[1]
 		parts = parts[2:]
@@ -64,13 +67,12 @@ func parseRequestInfo(r *http.Request) (requestInfo, bool) {
 			return info, false
 		}
 	}
-	q := r.URL.Query()
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 		switch {
 		case info.name != "":
 			info.verb = "get"
-		case watchPath || isTrue(q.Get("watch")):
+		case watchPath || isTrue(r.URL.Query().Get("watch")):
 			info.verb = "watch"
 		default:
 			info.verb = "list"
@@ -96,12 +98,28 @@ func parseRequestInfo(r *http.Request) (requestInfo, bool) {
 	return info, true
 }
 
-func splitPath(p string) []string {
+// maxPathParts is the most segments a resource path has:
+// apis/<group>/<version>/watch/namespaces/<ns>/<resource>/<name>/<subresource>.
+const maxPathParts = 9
+
+// splitPath splits p into its segments, as strings.Split of p without its
+// outer slashes would, into buf: parsing every request's path allocated the
+// slice. ok=false when p has more segments than any resource path.
+func splitPath(p string, buf *[maxPathParts]string) (parts []string, ok bool) {
 	p = strings.Trim(p, "/")
 	if p == "" {
-		return nil
+		return nil, true
 	}
-	return strings.Split(p, "/")
+	parts = buf[:0]
+	for len(parts) < len(buf) {
+		i := strings.IndexByte(p, '/')
+		if i < 0 {
+			return append(parts, p), true
+		}
+		parts = append(parts, p[:i])
+		p = p[i+1:]
+	}
+	return nil, false
 }
 
 func isTrue(s string) bool { return s == "true" || s == "1" }
