@@ -108,8 +108,7 @@ func SameSelection(resources *registry.Set) func(key string, prev, obj runtime.O
 		}
 		a, err1 := meta.Accessor(prev)
 		b, err2 := meta.Accessor(obj)
-		if err1 != nil || err2 != nil || a.GetName() != b.GetName() || a.GetNamespace() != b.GetNamespace() ||
-			!maps.Equal(a.GetLabels(), b.GetLabels()) {
+		if err1 != nil || err2 != nil || !maps.Equal(a.GetLabels(), b.GetLabels()) {
 			return false
 		}
 		return res.SelectableFields == nil || maps.Equal(res.SelectableFields(prev), res.SelectableFields(obj))

@@ -40,9 +40,6 @@ func (c *Cache) decode(evs []storage.Event) []decoded {
 			continue
 		}
 		obj, err := c.opts.Decode(ev.Key, ev.Value, ev.Revision, prevs[i])
-		if err == nil && prevs[i] != nil && c.opts.SameSelection != nil && c.opts.SameSelection(ev.Key, prevs[i], obj) {
-			out[i].sameAs = prevs[i]
-		}
 		if err != nil {
 			// The revision still advances (the store moved on), but the key keeps
 			// its last good state: serving a stale object beats inventing a delete.
@@ -51,6 +48,9 @@ func (c *Cache) decode(evs []storage.Event) []decoded {
 			continue
 		}
 		out[i].obj = obj
+		if prevs[i] != nil && c.opts.SameSelection != nil && c.opts.SameSelection(ev.Key, prevs[i], obj) {
+			out[i].sameAs = prevs[i]
+		}
 	}
 	return out
 }
