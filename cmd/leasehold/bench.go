@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -184,9 +185,10 @@ func runBenchMax(cmd *cobra.Command, flags *benchFlags, leases int) error {
 
 func newBenchRateCmd() *cobra.Command {
 	var (
-		flags    benchFlags
-		nodes    int
-		interval time.Duration
+		flags         benchFlags
+		nodes         int
+		interval      time.Duration
+		registerNodes bool
 	)
 	cmd := &cobra.Command{
 		Use:   "rate",
@@ -199,7 +201,10 @@ func newBenchRateCmd() *cobra.Command {
 					return err
 				}
 				defer clients.Close()
-				cfg.Nodes, cfg.Interval = nodes, interval
+				cfg.Nodes, cfg.Interval, cfg.RegisterNodes = nodes, interval, registerNodes
+				if registerNodes && !cmd.Flags().Changed("namespace") {
+					cfg.Namespace = corev1.NamespaceNodeLease
+				}
 				res, err := bench.RunRate(cmd.Context(), cfg, clients.Factory())
 				if err != nil {
 					return err
@@ -211,6 +216,7 @@ func newBenchRateCmd() *cobra.Command {
 	flags.register(cmd)
 	cmd.Flags().IntVar(&nodes, "nodes", 10000, "number of simulated nodes, one lease each")
 	cmd.Flags().DurationVar(&interval, "interval", 10*time.Second, "how often each node renews")
+	cmd.Flags().BoolVar(&registerNodes, "register-nodes", false, "register a Ready Node per simulated node (labelled "+bench.FleetLabel+"=true) that owns its lease, as a kubelet does, so the server carries real nodes; the leases go to "+corev1.NamespaceNodeLease+" unless --namespace is given")
 	return cmd
 }
 

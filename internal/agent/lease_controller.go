@@ -47,7 +47,7 @@ func setNodeOwner(client kubernetes.Interface, nodeName string, log *slog.Logger
 			log.Error("Failed to get node when trying to set owner ref to the node lease", "err", err)
 			return fmt.Errorf("get node %q for the lease's owner reference: %w", nodeName, err)
 		}
-		lease.OwnerReferences = []metav1.OwnerReference{nodeOwnerReference(node)}
+		lease.OwnerReferences = []metav1.OwnerReference{NodeOwnerReference(node)}
 		return nil
 	}
 }

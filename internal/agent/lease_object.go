@@ -6,11 +6,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// nodeOwnerReference is the reference the kubelet puts on its lease: Node
+// NodeOwnerReference is the reference the kubelet puts on its lease: Node
 // by name and uid, without controller or blockOwnerDeletion (a node does not
 // control its lease, and blocking owner deletion would need delete rights on
 // the Node).
-func nodeOwnerReference(node *corev1.Node) metav1.OwnerReference {
+func NodeOwnerReference(node *corev1.Node) metav1.OwnerReference {
 	return metav1.OwnerReference{
 		APIVersion: corev1.SchemeGroupVersion.Version,
 		Kind:       "Node",

@@ -23,7 +23,7 @@ func TestNeedsOwnerReference(t *testing.T) {
 
 func TestNodeOwnerReference(t *testing.T) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", UID: types.UID("79d24559-25af-4dd8-8cf8-6b38865926b7")}}
-	got := nodeOwnerReference(node)
+	got := NodeOwnerReference(node)
 	want := metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: "node-a", UID: "79d24559-25af-4dd8-8cf8-6b38865926b7"}
 	if got.APIVersion != want.APIVersion || got.Kind != want.Kind || got.Name != want.Name || got.UID != want.UID {
 		t.Fatalf("owner ref = %+v, want %+v", got, want)

@@ -38,9 +38,9 @@ func defaultNodeLabels(nodeName string) map[string]string {
 	}
 }
 
-// initialNode is the Node the agent registers: labels (user labels first, so
+// InitialNode is the Node the agent registers: labels (user labels first, so
 // the well-known ones cannot be overridden) and a status computed at now.
-func initialNode(cfg Config, now time.Time) *corev1.Node {
+func InitialNode(cfg Config, now time.Time) *corev1.Node {
 	labels := maps.Clone(cfg.NodeLabels)
 	if labels == nil {
 		labels = map[string]string{}

@@ -17,7 +17,7 @@ func TestInitialNode(t *testing.T) {
 		corev1.LabelHostname:          "someone-else", // must not win
 	}
 	now := time.Unix(1712285320, 0)
-	n := initialNode(cfg, now)
+	n := InitialNode(cfg, now)
 	wantLabels := map[string]string{
 		"topology.kubernetes.io/zone": "z1",
 		"kubernetes.io/hostname":      "node-a",
@@ -33,7 +33,7 @@ func TestInitialNode(t *testing.T) {
 		}
 	}
 	if cfg.NodeLabels[corev1.LabelHostname] != "someone-else" {
-		t.Fatal("initialNode mutated the config's labels")
+		t.Fatal("InitialNode mutated the config's labels")
 	}
 	if n.Status.NodeInfo.KubeletVersion != "leasehold-v1.2.3" || n.Status.NodeInfo.OperatingSystem != runtime.GOOS || n.Status.NodeInfo.Architecture != runtime.GOARCH {
 		t.Fatalf("nodeInfo = %+v", n.Status.NodeInfo)

@@ -37,7 +37,7 @@ func (s *statusController) register(ctx context.Context) bool {
 // back to the agent's values.
 func (s *statusController) tryRegister(ctx context.Context) bool {
 	nodes := s.client.CoreV1().Nodes()
-	_, err := nodes.Create(ctx, initialNode(s.cfg, s.clock.Now()), metav1.CreateOptions{})
+	_, err := nodes.Create(ctx, InitialNode(s.cfg, s.clock.Now()), metav1.CreateOptions{})
 	if err == nil {
 		return true
 	}

@@ -14,7 +14,7 @@ import (
 
 func registeredNode(t *testing.T, at time.Time) *corev1.Node {
 	t.Helper()
-	n := initialNode(DefaultConfig("node-a"), at)
+	n := InitialNode(DefaultConfig("node-a"), at)
 	n.UID = "uid-1"
 	n.ResourceVersion = "7"
 	n.Spec.PodCIDR = "10.0.0.0/24"

@@ -24,6 +24,13 @@ type Config struct {
 	Nodes int
 	// Interval is how often each node renews in rate mode.
 	Interval time.Duration
+	// RegisterNodes (rate mode) registers a Node for every simulated node,
+	// with the agent's Ready status, and makes it the owner of the node's
+	// lease, which must then be in kube-node-lease: the server's node
+	// lifecycle controller and garbage collector then carry the fleet they
+	// would carry for real nodes, while the renewals stay as cheap for the
+	// load generator as without.
+	RegisterNodes bool
 	// Ramp (fleet mode) spreads the agents' starts evenly over this long, so
 	// that registration does not hit the server with Nodes creates at once.
 	// Zero starts them all together.

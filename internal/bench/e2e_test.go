@@ -3,15 +3,19 @@ package bench
 import (
 	"context"
 	"fmt"
-	"github.com/leasehold/leasehold/internal/server/servertest"
 	"os"
+	"reflect"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/leasehold/leasehold/internal/server/servertest"
 )
 
 // The tests in this file drive a real server: the integrator points
@@ -227,4 +231,63 @@ func TestE2ESecondRunAdoptsExistingLeases(t *testing.T) {
 			t.Errorf("slot %s holds no server object after setup: %+v", s.name, s.lease)
 		}
 	}
+}
+
+func TestE2ERateRegistersNodes(t *testing.T) {
+	if _, err := NewRateWorkload(Config{Namespace: "bench", Clients: 1, Nodes: 1, Interval: time.Second, Duration: time.Second, RegisterNodes: true}, nil); err == nil {
+		t.Fatal("registered nodes accepted with their leases outside kube-node-lease")
+	}
+	clients := newTestClientsOfKind(t, ClientLean, ContentTypeProtobuf)
+	client, _ := clients.Factory()(0)
+	ctx := context.Background()
+	const nodes = 6
+	cfg := Config{Namespace: corev1.NamespaceNodeLease, RegisterNodes: true, Clients: 2, Nodes: nodes, Interval: 300 * time.Millisecond, Duration: time.Second}
+	var firstUIDs map[string]types.UID
+	// The second run finds the first run's Nodes and leases and keeps them.
+	for run := range 2 {
+		before := time.Now()
+		res, err := RunRate(ctx, cfg, clients.Factory())
+		if err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+		if res.Ops < nodes || res.ErrorsTotal != 0 {
+			t.Fatalf("run %d: want every node renewed and no errors: %s", run, res)
+		}
+		uids := map[string]types.UID{}
+		for i := range nodes {
+			name := fmt.Sprintf("node-%06d", i)
+			node, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("run %d: %v", run, err)
+			}
+			if node.Labels[FleetLabel] != "true" || !nodeReady(node) {
+				t.Errorf("run %d: node %s not labelled and Ready: labels %v, conditions %+v", run, name, node.Labels, node.Status.Conditions)
+			}
+			uids[name] = node.UID
+			lease, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("run %d: %v", run, err)
+			}
+			want := []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: name, UID: node.UID}}
+			if !reflect.DeepEqual(lease.OwnerReferences, want) {
+				t.Errorf("run %d: lease %s owners %+v, want %+v", run, name, lease.OwnerReferences, want)
+			}
+			if lease.Spec.RenewTime == nil || !lease.Spec.RenewTime.After(before) {
+				t.Errorf("run %d: lease %s not renewed during the run: %+v", run, name, lease.Spec)
+			}
+		}
+		if run == 1 && !reflect.DeepEqual(uids, firstUIDs) {
+			t.Errorf("second run replaced Nodes: uids %v, first run's %v", uids, firstUIDs)
+		}
+		firstUIDs = uids
+	}
+}
+
+func nodeReady(node *corev1.Node) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

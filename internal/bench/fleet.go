@@ -18,8 +18,9 @@ import (
 	"github.com/leasehold/leasehold/internal/agent"
 )
 
-// FleetLabel marks the Nodes a fleet registers, so they can be told apart
-// from real ones (and listed or deleted together).
+// FleetLabel marks the Nodes bench registers (a fleet, or rate mode with
+// Config.RegisterNodes), so they can be told apart from real ones (and
+// listed or deleted together).
 const FleetLabel = "leasehold.io/bench-fleet"
 
 // FleetNodeName is the name of fleet node i: the same across runs, so a

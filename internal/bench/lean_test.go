@@ -55,13 +55,13 @@ func TestNewClientsOfKindRejectsUnknownKinds(t *testing.T) {
 // request must not write over its buffer.
 func TestLeanRequestBufferIsReusedOnlyOnceClosed(t *testing.T) {
 	l := offlineLeanLeases(t, ContentTypeJSON)
-	first := newLease("ns", "first", "h", 40, time.Now())
+	first := newLease("ns", &leaseSlot{name: "first", holder: "h"}, 40, time.Now())
 	body1, err := l.encode(first)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := bytes.Clone(l.out.Bytes())
-	body2, err := l.encode(newLease("ns", "second-with-a-longer-name", "h", 40, time.Now()))
+	body2, err := l.encode(newLease("ns", &leaseSlot{name: "second-with-a-longer-name", holder: "h"}, 40, time.Now()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,14 +90,14 @@ func TestLeanDecodeIntoSpareClearsItFirst(t *testing.T) {
 	for _, ct := range []string{ContentTypeJSON, ContentTypeProtobuf} {
 		t.Run(ct, func(t *testing.T) {
 			l := offlineLeanLeases(t, ct)
-			answer := newLease("ns", "n1", "h", 40, time.Now())
+			answer := newLease("ns", &leaseSlot{name: "n1", holder: "h"}, 40, time.Now())
 			answer.ResourceVersion = "7"
 			if _, err := l.encode(answer); err != nil {
 				t.Fatal(err)
 			}
 			l.in.Reset()
 			l.in.Write(l.out.Bytes())
-			spare := newLease("ns", "old", "old-holder", 40, time.Now())
+			spare := newLease("ns", &leaseSlot{name: "old", holder: "old-holder"}, 40, time.Now())
 			spare.Labels = map[string]string{"stale": "true"}
 			spare.Spec.LeaseTransitions = new(int32)
 			l.spare = spare
@@ -129,11 +129,11 @@ func TestE2ELeanErrorsAreAPIErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			leases := leaseAPIFor(client, cfg.Namespace)
-			created, err := leases.Create(ctx, newLease(cfg.Namespace, "n1", "n1", 40, time.Now()))
+			created, err := leases.Create(ctx, newLease(cfg.Namespace, &leaseSlot{name: "n1", holder: "n1"}, 40, time.Now()))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := leases.Create(ctx, newLease(cfg.Namespace, "n1", "n1", 40, time.Now())); !apierrors.IsAlreadyExists(err) {
+			if _, err := leases.Create(ctx, newLease(cfg.Namespace, &leaseSlot{name: "n1", holder: "n1"}, 40, time.Now())); !apierrors.IsAlreadyExists(err) {
 				t.Errorf("creating an existing lease: %v, want AlreadyExists", err)
 			}
 			if _, err := leases.Get(ctx, "missing"); !apierrors.IsNotFound(err) || ErrorKind(err) != string(metav1.StatusReasonNotFound) {

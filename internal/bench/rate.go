@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -38,6 +39,11 @@ func NewRateWorkload(cfg Config, factory ClientFactory) (*RateWorkload, error) {
 	if cfg.Nodes <= 0 || cfg.Interval <= 0 {
 		return nil, fmt.Errorf("invalid configuration: rate mode needs nodes and an interval, got %d nodes every %v", cfg.Nodes, cfg.Interval)
 	}
+	if cfg.RegisterNodes && cfg.Namespace != corev1.NamespaceNodeLease {
+		// Elsewhere the node lifecycle controller would not see the
+		// heartbeats, and would mark every registered Node unreachable.
+		return nil, fmt.Errorf("invalid configuration: registered nodes need their leases in %q, not %q", corev1.NamespaceNodeLease, cfg.Namespace)
+	}
 	return &RateWorkload{cfg: cfg, factory: factory}, nil
 }
 
@@ -48,7 +54,8 @@ func (w *RateWorkload) Name() string {
 }
 
 // Setup implements Workload: the namespace and one lease per node exist
-// afterwards, each held by its node as a kubelet's is.
+// afterwards, each held by its node as a kubelet's is (and, with
+// cfg.RegisterNodes, owned by the node's registered Node).
 func (w *RateWorkload) Setup(ctx context.Context) error {
 	clients, err := clientsFor(w.factory, w.cfg.Clients)
 	if err != nil {

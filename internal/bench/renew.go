@@ -73,7 +73,7 @@ func (r *renewer) refresh(ctx context.Context, leases leaseAPI, slot *leaseSlot)
 	defer cancel()
 	current, err := leases.Get(rctx, slot.name)
 	if apierrors.IsNotFound(err) {
-		current, err = leases.Create(rctx, newLease(r.cfg.Namespace, slot.name, slot.holder, r.cfg.LeaseDurationSeconds, time.Now()))
+		current, err = leases.Create(rctx, newLease(r.cfg.Namespace, slot, r.cfg.LeaseDurationSeconds, time.Now()))
 	}
 	if err != nil {
 		return fmt.Errorf("refreshing lease %s/%s: %w", r.cfg.Namespace, slot.name, err)

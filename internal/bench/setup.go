@@ -13,6 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/leasehold/leasehold/internal/agent"
 )
 
 // leaseSlot is one lease and the last object the server returned for it.
@@ -21,6 +23,9 @@ import (
 type leaseSlot struct {
 	name   string
 	holder string
+	// owners are the new lease's ownerReferences: its Node's, when the
+	// run registers Nodes (Config.RegisterNodes).
+	owners []metav1.OwnerReference
 	lease  *coordinationv1.Lease
 	busy   atomic.Bool // rate mode: a renewal of this slot is in flight
 }
@@ -37,12 +42,13 @@ func ensureNamespace(ctx context.Context, client kubernetes.Interface, name stri
 	return nil
 }
 
-// newLease is the object a slot starts with: held by its holder, as a
-// kubelet's lease is.
-func newLease(namespace, name, holder string, durationSeconds int32, now time.Time) *coordinationv1.Lease {
+// newLease is the object a slot starts with: held by its holder (and owned
+// by its Node, if it has one), as a kubelet's lease is.
+func newLease(namespace string, slot *leaseSlot, durationSeconds int32, now time.Time) *coordinationv1.Lease {
 	t := metav1.NewMicroTime(now)
+	holder := slot.holder
 	return &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: slot.name, Namespace: namespace, OwnerReferences: slot.owners},
 		Spec: coordinationv1.LeaseSpec{
 			HolderIdentity:       &holder,
 			LeaseDurationSeconds: &durationSeconds,
@@ -58,12 +64,29 @@ const listPageSize = 1000
 // ensureLeases makes every slot hold the server's current object for its
 // lease: leases left by an earlier run are found with one paged LIST (a
 // second run over 100,000 nodes should not cost 200,000 requests), the rest
-// are created concurrently. Worker w of clients creates slots w,
-// w+len(clients), ...; the first error stops the rest.
+// are created concurrently. With cfg.RegisterNodes each slot's Node is
+// registered (or found) just before its lease is created, as a kubelet does
+// it, so that no Node waits for its first heartbeat while others register.
 func ensureLeases(ctx context.Context, cfg Config, clients []kubernetes.Interface, slots []*leaseSlot) error {
 	if err := adoptExisting(ctx, cfg, clients[0], slots); err != nil {
 		return err
 	}
+	return forEachSlot(ctx, clients, slots, func(ctx context.Context, client kubernetes.Interface, slot *leaseSlot) error {
+		if cfg.RegisterNodes {
+			if err := ensureNode(ctx, cfg, client, slot); err != nil {
+				return err
+			}
+		}
+		if slot.lease != nil {
+			return nil
+		}
+		return ensureLease(ctx, cfg, client, slot)
+	})
+}
+
+// forEachSlot calls fn for every slot, concurrently: worker w of clients
+// takes slots w, w+len(clients), ...; the first error stops the rest.
+func forEachSlot(ctx context.Context, clients []kubernetes.Interface, slots []*leaseSlot, fn func(context.Context, kubernetes.Interface, *leaseSlot) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -74,10 +97,7 @@ func ensureLeases(ctx context.Context, cfg Config, clients []kubernetes.Interfac
 	for w, client := range clients {
 		wg.Go(func() {
 			for i := w; i < len(slots) && ctx.Err() == nil; i += len(clients) {
-				if slots[i].lease != nil {
-					continue
-				}
-				if err := ensureLease(ctx, cfg, client, slots[i]); err != nil {
+				if err := fn(ctx, client, slots[i]); err != nil {
 					errOnce.Do(func() { firstErr = err; cancel() })
 					return
 				}
@@ -122,7 +142,7 @@ func ensureLease(ctx context.Context, cfg Config, client kubernetes.Interface, s
 	leases := client.CoordinationV1().Leases(cfg.Namespace)
 	rctx, cancel := context.WithTimeout(ctx, cfg.RequestTimeout)
 	defer cancel()
-	created, err := leases.Create(rctx, newLease(cfg.Namespace, slot.name, slot.holder, cfg.LeaseDurationSeconds, time.Now()), metav1.CreateOptions{})
+	created, err := leases.Create(rctx, newLease(cfg.Namespace, slot, cfg.LeaseDurationSeconds, time.Now()), metav1.CreateOptions{})
 	if err == nil {
 		slot.lease = created
 		return nil
@@ -135,6 +155,27 @@ func ensureLease(ctx context.Context, cfg Config, client kubernetes.Interface, s
 		return fmt.Errorf("reading existing lease %s/%s: %w", cfg.Namespace, slot.name, err)
 	}
 	slot.lease = existing
+	return nil
+}
+
+// ensureNode registers the slot's Node as the agent does (a Ready status in
+// the create), or finds it registered by an earlier run, and makes the Node
+// the owner of the lease the slot will create.
+func ensureNode(ctx context.Context, cfg Config, client kubernetes.Interface, slot *leaseSlot) error {
+	nodes := client.CoreV1().Nodes()
+	rctx, cancel := context.WithTimeout(ctx, cfg.RequestTimeout)
+	defer cancel()
+	acfg := agent.DefaultConfig(slot.name)
+	acfg.NodeLabels = map[string]string{FleetLabel: "true"}
+	acfg.Version = "leasehold-bench-rate"
+	node, err := nodes.Create(rctx, agent.InitialNode(acfg, time.Now()), metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		node, err = nodes.Get(rctx, slot.name, metav1.GetOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("registering node %s: %w", slot.name, err)
+	}
+	slot.owners = []metav1.OwnerReference{agent.NodeOwnerReference(node)}
 	return nil
 }
 
