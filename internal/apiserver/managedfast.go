@@ -49,14 +49,8 @@ func (s *Server) renewalManagedFields(res *registry.Resource, subresource string
 		return false
 	}
 	if len(paths) > 0 {
-		owned, ok := s.fieldSets.getBytes(entry.FieldsV1.GetRawBytes())
-		if !ok {
+		if !s.ownsAll(entry.FieldsV1.GetRawBytes(), paths) {
 			return false
-		}
-		for _, p := range paths {
-			if !owned.Has(p) {
-				return false
-			}
 		}
 		// The operation took fields, so the entry's time moves, as
 		// managedFieldsUpdater does.
