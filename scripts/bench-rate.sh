@@ -9,6 +9,10 @@
 #
 #   scripts/bench-rate.sh BINARY OUT [DURATION] [extra bench flags...]
 #
+# With --register-nodes every simulated node is also a Ready Node owning its
+# lease in kube-node-lease: the server then carries a fleet's Nodes, node
+# monitor and garbage-collector graph, not only its leases.
+#
 # Environment: NODES (default 100000), CONNS (default 8), SERVER_ENV and
 # BENCH_ENV (extra environment, e.g. BENCH_ENV=GODEBUG=gctrace=1).
 # Nothing else may run on the machine meanwhile: server and generator share
