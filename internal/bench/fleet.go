@@ -23,6 +23,15 @@ import (
 // listed or deleted together).
 const FleetLabel = "leasehold.io/bench-fleet"
 
+// benchAgentConfig is the agent configuration of a node bench registers:
+// labelled with FleetLabel, and reporting version as its kubelet version.
+func benchAgentConfig(nodeName, version string) agent.Config {
+	c := agent.DefaultConfig(nodeName)
+	c.NodeLabels = map[string]string{FleetLabel: "true"}
+	c.Version = version
+	return c
+}
+
 // FleetNodeName is the name of fleet node i: the same across runs, so a
 // second run adopts the Nodes and Leases of the first as restarted kubelets
 // would.
@@ -97,11 +106,9 @@ func NewFleetWorkload(cfg Config, base *rest.Config) (*FleetWorkload, error) {
 
 // agentConfig is node i's agent configuration.
 func (w *FleetWorkload) agentConfig(i int, onRenew func(time.Duration, error)) agent.Config {
-	c := agent.DefaultConfig(FleetNodeName(i))
+	c := benchAgentConfig(FleetNodeName(i), "leasehold-bench-fleet")
 	c.LeaseDurationSeconds = w.cfg.LeaseDurationSeconds
 	c.NodeStatusUpdateFrequency = w.cfg.NodeStatusUpdateFrequency
-	c.NodeLabels = map[string]string{FleetLabel: "true"}
-	c.Version = "leasehold-bench-fleet"
 	c.OnRenew = onRenew
 	// OnRepeatedHeartbeatFailure stays unset: it would close a heartbeat
 	// connection that thousands of other nodes share, turning one node's

@@ -64,21 +64,22 @@ const listPageSize = 1000
 // ensureLeases makes every slot hold the server's current object for its
 // lease: leases left by an earlier run are found with one paged LIST (a
 // second run over 100,000 nodes should not cost 200,000 requests), the rest
-// are created concurrently. With cfg.RegisterNodes each slot's Node is
-// registered (or found) just before its lease is created, as a kubelet does
-// it, so that no Node waits for its first heartbeat while others register.
+// are created concurrently. With cfg.RegisterNodes each new lease's Node is
+// registered (or found) just before the lease is created, as a kubelet does
+// it, so that no Node waits for its first heartbeat while others register;
+// an adopted lease keeps the owner it has.
 func ensureLeases(ctx context.Context, cfg Config, clients []kubernetes.Interface, slots []*leaseSlot) error {
 	if err := adoptExisting(ctx, cfg, clients[0], slots); err != nil {
 		return err
 	}
 	return forEachSlot(ctx, clients, slots, func(ctx context.Context, client kubernetes.Interface, slot *leaseSlot) error {
+		if slot.lease != nil {
+			return nil
+		}
 		if cfg.RegisterNodes {
 			if err := ensureNode(ctx, cfg, client, slot); err != nil {
 				return err
 			}
-		}
-		if slot.lease != nil {
-			return nil
 		}
 		return ensureLease(ctx, cfg, client, slot)
 	})
@@ -165,10 +166,7 @@ func ensureNode(ctx context.Context, cfg Config, client kubernetes.Interface, sl
 	nodes := client.CoreV1().Nodes()
 	rctx, cancel := context.WithTimeout(ctx, cfg.RequestTimeout)
 	defer cancel()
-	acfg := agent.DefaultConfig(slot.name)
-	acfg.NodeLabels = map[string]string{FleetLabel: "true"}
-	acfg.Version = "leasehold-bench-rate"
-	node, err := nodes.Create(rctx, agent.InitialNode(acfg, time.Now()), metav1.CreateOptions{})
+	node, err := nodes.Create(rctx, agent.InitialNode(benchAgentConfig(slot.name, "leasehold-bench-rate"), time.Now()), metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		node, err = nodes.Get(rctx, slot.name, metav1.GetOptions{})
 	}
