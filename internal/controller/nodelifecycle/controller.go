@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,11 +24,8 @@ type Controller struct {
 	known map[string]knownNode
 	// pass counts monitor passes; classify marks the nodes it sees with it.
 	pass uint64
-	// updates is the pass's per-node decisions, kept between passes (and
-	// cleared, so it holds no node) to save a large allocation per pass.
-	updates []healthUpdate
 	// health is the per-node bookkeeping of updateHealth.
-	health map[string]*nodeHealth
+	health map[string]nodeHealth
 	// zoneStates and tainters are per zone key.
 	zoneStates map[string]zoneState
 	tainters   map[string]*taintQueue
@@ -46,7 +42,7 @@ func newController(cfg Config, cl cluster) (*Controller, error) {
 		log:        cfg.Logger,
 		cluster:    cl,
 		known:      map[string]knownNode{},
-		health:     map[string]*nodeHealth{},
+		health:     map[string]nodeHealth{},
 		zoneStates: map[string]zoneState{},
 		tainters:   map[string]*taintQueue{},
 	}, nil
@@ -76,11 +72,10 @@ func (c *Controller) monitor(ctx context.Context) {
 
 	// Decide for every node on this goroutine, write the timed-out statuses
 	// in parallel, then act on the outcomes in node order.
-	updates := slices.Grow(c.updates[:0], len(nodes))[:len(nodes)]
-	defer func() {
-		clear(updates)
-		c.updates = updates[:0]
-	}()
+	// One allocation per pass, dropped after it: kept between passes, the
+	// buffer (170 bytes a node) stayed in the live heap for good, 17 MB at
+	// 100,000 nodes, to save an allocation every MonitorPeriod.
+	updates := make([]healthUpdate, len(nodes))
 	var writes []*healthUpdate
 	for i, n := range nodes {
 		c.assessHealth(n, &updates[i])

@@ -26,15 +26,47 @@ var timedOutConditions = []corev1.NodeConditionType{
 }
 
 // nodeHealth is what the controller remembers of one node between passes.
+// It holds times by value, not the status or lease it saw: those pointers
+// kept a superseded version of a node's objects alive for as long as the
+// controller remembered it, though only these times are ever compared.
 type nodeHealth struct {
-	// status is the status last seen (or written); shared, read-only.
-	status *corev1.NodeStatus
+	// readySeen says the status last seen (or written) had a Ready
+	// condition; heartbeat and transition are that condition's times.
+	readySeen             bool
+	heartbeat, transition metav1.Time
 	// probe is when the node last showed a sign of life, on the controller's clock.
 	probe time.Time
 	// readyTransition is when the controller last saw Ready change.
 	readyTransition time.Time
-	// lease is the node lease last seen to advance; shared, read-only.
-	lease *coordinationv1.Lease
+	// lease is the node lease's renewTime last seen to advance.
+	lease leaseMark
+}
+
+// leaseMark is the renewTime of the node lease the controller last saw
+// advance: seen is false until a lease is seen, and renewed false if that
+// lease had no renewTime.
+type leaseMark struct {
+	seen, renewed bool
+	renewTime     metav1.MicroTime
+}
+
+// markOf is the mark of lease l.
+func markOf(l *coordinationv1.Lease) leaseMark {
+	m := leaseMark{seen: true, renewed: l.Spec.RenewTime != nil}
+	if m.renewed {
+		m.renewTime = *l.Spec.RenewTime
+	}
+	return m
+}
+
+// withReady returns h remembering ready (nil: the status had no Ready condition).
+func (h nodeHealth) withReady(ready *corev1.NodeCondition) nodeHealth {
+	h.readySeen = ready != nil
+	h.heartbeat, h.transition = metav1.Time{}, metav1.Time{}
+	if ready != nil {
+		h.heartbeat, h.transition = ready.LastHeartbeatTime, ready.LastTransitionTime
+	}
+	return h
 }
 
 func readyCondition(s *corev1.NodeStatus) *corev1.NodeCondition {
@@ -78,11 +110,11 @@ type healthUpdate struct {
 // and once the grace period has passed without a sign of life it marks the
 // timed-out conditions Unknown in a copy for the caller to write. The
 // observed Ready condition is a stand-in Unknown one if n never posted one.
-// The decision is written to *u, which a pass keeps in a buffer it reuses,
-// so that looking at a healthy node allocates nothing.
+// The decision is written to *u, one element of a buffer the pass
+// allocates at once, so that looking at a healthy node allocates nothing.
 func (c *Controller) assessHealth(n *corev1.Node, u *healthUpdate) {
 	now := c.clock.Now()
-	h := c.health[n.Name]
+	h, known := c.health[n.Name]
 	// Whatever happens below, remember what was seen.
 	defer func() { c.health[n.Name] = h }()
 
@@ -98,42 +130,35 @@ func (c *Controller) assessHealth(n *corev1.Node, u *healthUpdate) {
 			LastTransitionTime: n.CreationTimestamp,
 		}
 		grace = c.cfg.StartupGracePeriod
-		if h != nil {
-			h.status = &n.Status
-		} else {
-			h = &nodeHealth{status: &n.Status, probe: n.CreationTimestamp.Time, readyTransition: n.CreationTimestamp.Time}
+		if !known {
+			h = nodeHealth{probe: n.CreationTimestamp.Time, readyTransition: n.CreationTimestamp.Time}
 		}
+		h, known = h.withReady(nil), true
 	} else {
 		u.observed = *u.current
 	}
 	current := u.current
 
-	var saved *corev1.NodeCondition
-	var savedLease *coordinationv1.Lease
-	if h != nil {
-		saved = readyCondition(h.status)
-		savedLease = h.lease
-	}
 	switch {
-	case h == nil:
+	case !known:
 		// First look at a node that has a status: count it as alive now.
-		h = &nodeHealth{status: &n.Status, probe: now, readyTransition: now}
-	case saved == nil && current != nil, saved != nil && current == nil:
+		h = nodeHealth{probe: now, readyTransition: now}.withReady(current)
+	case !h.readySeen && current != nil, h.readySeen && current == nil:
 		// A first Ready condition, or (wrongly) a removed one: start afresh.
-		h = &nodeHealth{status: &n.Status, probe: now, readyTransition: now, lease: savedLease}
-	case saved != nil && !saved.LastHeartbeatTime.Equal(&current.LastHeartbeatTime):
+		h = nodeHealth{probe: now, readyTransition: now, lease: h.lease}.withReady(current)
+	case h.readySeen && !h.heartbeat.Equal(&current.LastHeartbeatTime):
 		// The node posted status: a heartbeat.
-		transition := h.readyTransition
-		if !saved.LastTransitionTime.Equal(&current.LastTransitionTime) {
-			transition = now
+		if !h.transition.Equal(&current.LastTransitionTime) {
+			h.readyTransition = now
 		}
-		h = &nodeHealth{status: &n.Status, probe: now, readyTransition: transition, lease: savedLease}
+		h.probe = now
+		h = h.withReady(current)
 	}
 
 	// A lease renewal is a heartbeat only if renewTime strictly advanced: a
 	// rewrite with the same renewTime (or a new resourceVersion) is not one.
 	if l := c.cluster.nodeLease(n.Name); l != nil && renewedAfter(l, h.lease) {
-		h.lease = l
+		h.lease = markOf(l)
 		h.probe = now
 	}
 
@@ -150,7 +175,8 @@ func (c *Controller) assessHealth(n *corev1.Node, u *healthUpdate) {
 	}
 	c.log.Info("node stopped posting status", "node", n.Name, "silentFor", now.Sub(h.probe).String(), "grace", grace.String())
 	u.write = marked
-	u.written = &nodeHealth{status: &marked.Status, probe: h.probe, readyTransition: now, lease: h.lease}
+	written := nodeHealth{probe: h.probe, readyTransition: now, lease: h.lease}.withReady(u.current)
+	u.written = &written
 }
 
 // updateHealth is assessHealth with its write done at once.
@@ -163,23 +189,22 @@ func (c *Controller) updateHealth(ctx context.Context, n *corev1.Node) (observed
 	if err := c.cluster.updateStatus(ctx, u.write); err != nil {
 		return u.observed, u.current, err
 	}
-	c.health[n.Name] = u.written
+	c.health[n.Name] = *u.written
 	return u.observed, u.current, nil
 }
 
-// renewedAfter reports whether l's renewTime is strictly later than saved's
-// (any renewTime is later than no saved lease).
-func renewedAfter(l, saved *coordinationv1.Lease) bool {
-	if saved == nil {
+// renewedAfter reports whether l's renewTime is strictly later than the
+// one saved (any renewTime is later than no lease seen).
+func renewedAfter(l *coordinationv1.Lease, saved leaseMark) bool {
+	switch {
+	case !saved.seen:
 		return true
-	}
-	if l.Spec.RenewTime == nil {
+	case l.Spec.RenewTime == nil:
 		return false
-	}
-	if saved.Spec.RenewTime == nil {
+	case !saved.renewed:
 		return true
 	}
-	return saved.Spec.RenewTime.Before(l.Spec.RenewTime)
+	return saved.renewTime.Before(l.Spec.RenewTime)
 }
 
 // markUnknown sets every timed-out condition of n to Unknown: missing ones
@@ -219,7 +244,7 @@ func (c *Controller) finishHealth(ctx context.Context, u *healthUpdate) (observe
 	if u.err != nil {
 		return c.retryHealth(ctx, u.node.Name, u.observed, u.current, u.err)
 	}
-	c.health[u.node.Name] = u.written
+	c.health[u.node.Name] = *u.written
 	return u.observed, u.current, nil
 }
 

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+	"weak"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -313,4 +315,36 @@ func TestMonitorWritesStatusesInParallel(t *testing.T) {
 	if g.most != writeWorkers {
 		t.Errorf("at most %d status writes were in flight, want %d", g.most, writeWorkers)
 	}
+}
+
+// TestHealthKeepsNoSupersededObjects: once the cluster has moved on to new
+// versions of a node and its lease, the controller must not keep the old
+// ones alive (at 100,000 nodes each retained version is megabytes).
+func TestHealthKeepsNoSupersededObjects(t *testing.T) {
+	ctx := context.Background()
+	m := newMemCluster(t, t0)
+	m.addNode("n1", "", corev1.ConditionTrue)
+	m.renew("n1", t0)
+	c := m.controller(Config{})
+	c.monitor(ctx)
+
+	oldNode, oldLease := weak.Make(m.objs["n1"]), weak.Make(m.leases["n1"])
+	m.clock.Step(10 * time.Second)
+	m.postStatus("n1", corev1.ConditionTrue)
+	m.renew("n1", m.clock.Now())
+	// Objects may take more than one cycle to be freed (weak pointers are
+	// cleared when the object is found unreachable).
+	for range 3 {
+		runtime.GC()
+	}
+	if oldNode.Value() != nil {
+		t.Error("the controller keeps the node version it saw last pass")
+	}
+	if oldLease.Value() != nil {
+		t.Error("the controller keeps the lease version it saw last pass")
+	}
+
+	// The times it kept instead still tell a heartbeat from a rewrite.
+	step(ctx, m, c, 45*time.Second)
+	wantCondition(t, m.get("n1"), corev1.NodeReady, corev1.ConditionTrue, "Agent", "posted")
 }

@@ -119,9 +119,9 @@ func (c *Controller) handleDisruption(ctx context.Context, zoneConds map[string]
 		c.log.Info("Controller detected that some Nodes are Ready. Exiting master disruption mode")
 		now := c.clock.Now()
 		for _, n := range nodes {
-			if h := c.health[n.Name]; h != nil {
-				h.probe = now
-				h.readyTransition = now
+			if h, ok := c.health[n.Name]; ok {
+				h.probe, h.readyTransition = now, now
+				c.health[n.Name] = h
 			}
 		}
 		for zone := range c.zoneStates {
