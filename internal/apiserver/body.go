@@ -111,6 +111,15 @@ func (s *Server) decodeObject(res *registry.Resource, info runtime.SerializerInf
 	}
 	obj := res.New()
 	gvk := res.GroupVersionKind()
+	if info.MediaType == runtime.ContentTypeProtobuf {
+		if done, err := unmarshalEnveloped(body, gvk, obj); done {
+			if err != nil {
+				return nil, nil, apierrors.NewBadRequest(decodeErrorMessage(err))
+			}
+			obj.GetObjectKind().SetGroupVersionKind(gvk)
+			return obj, nil, nil
+		}
+	}
 	out, gotGVK, err := dec.Decode(body, &gvk, obj)
 	var warnings []string
 	if err != nil {

@@ -40,7 +40,11 @@ func (s *Server) DecodeStored(res *registry.Resource, value []byte, rev int64) (
 
 func decodeStored(dec runtime.Decoder, res *registry.Resource, value []byte, rev int64) (runtime.Object, error) {
 	obj := res.New()
-	if _, _, err := dec.Decode(value, nil, obj); err != nil {
+	done, err := unmarshalEnveloped(value, res.GroupVersionKind(), obj)
+	if !done {
+		_, _, err = dec.Decode(value, nil, obj)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("decoding stored %s: %w", res.Resource, err)
 	}
 	obj.GetObjectKind().SetGroupVersionKind(res.GroupVersionKind())
