@@ -122,9 +122,12 @@ type Interface interface {
 	// List returns the keys under prefix in ascending key order.
 	List(ctx context.Context, prefix string, opts ListOptions) (ListResult, error)
 	// Create writes key if it does not exist and returns the new revision.
+	// The driver may keep value (for watchers, say): the caller must not
+	// change it after the call.
 	Create(ctx context.Context, key string, value []byte) (int64, error)
 	// Update replaces key's value if its ModRevision equals expectedRevision
-	// (ErrConflict otherwise, ErrNotFound if absent) and returns the new revision.
+	// (ErrConflict otherwise, ErrNotFound if absent) and returns the new
+	// revision. Like Create, it may keep value.
 	Update(ctx context.Context, key string, expectedRevision int64, value []byte) (int64, error)
 	// Delete removes key if its ModRevision equals expectedRevision, or
 	// unconditionally when expectedRevision is 0. It returns the deleted value

@@ -71,9 +71,10 @@ func (s *Store) submit(ctx context.Context, op writeOp, key string, value []byte
 		done:     make(chan writeResult, 1),
 	}
 	if op != opDelete {
-		// The value outlives the call (log, watchers); the caller may reuse
-		// its buffer once we return.
-		req.value = append(make([]byte, 0, len(value)), value...)
+		// The value outlives the call (watchers get it) without a copy:
+		// callers hand it over (storage.Interface), and copying every
+		// written value was 6% of a renewing server's allocations.
+		req.value = value
 	}
 	select {
 	case s.reqs <- req:
@@ -150,6 +151,9 @@ type committer struct {
 	events  []storage.Event
 	// prevRevs[i] is the revision events[i] replaced (0 for a create).
 	prevRevs []int64
+	// record is the buffer log records are encoded into. A fresh one per
+	// write was 5% of a renewing server's allocations.
+	record []byte
 }
 
 func newCommitter(s *Store) *committer {
@@ -167,6 +171,9 @@ func (c *committer) current(key string) (pendingEntry, error) {
 	}
 	return pendingEntry{exists: true, indexEntry: e}, nil
 }
+
+// maxKeptRecord bounds the record buffer the committer keeps between writes.
+const maxKeptRecord = 64 << 10
 
 // commit checks, writes, syncs, publishes and acknowledges one batch.
 func (c *committer) commit(reqs []*writeReq) {
@@ -319,7 +326,11 @@ func (c *committer) apply(b *pebble.Batch, req *writeReq, rev int64) writeResult
 		werr = b.Delete(valueKey(req.key), nil)
 	}
 	if werr == nil {
-		werr = b.Set(logKey(rev), rec.encode(), nil)
+		c.record = rec.appendTo(c.record[:0])
+		werr = b.Set(logKey(rev), c.record, nil)
+		if cap(c.record) > maxKeptRecord {
+			c.record = nil // one huge object need not stay allocated
+		}
 	}
 	if werr != nil {
 		c.broken = fmt.Errorf("stage write of %s: %w", req.key, werr)

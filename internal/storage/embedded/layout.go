@@ -197,8 +197,12 @@ type logRecord struct {
 }
 
 func (r *logRecord) encode() []byte {
-	n := 1 + 4*binary.MaxVarintLen64 + len(r.key) + len(r.value)
-	b := make([]byte, 0, n)
+	return r.appendTo(make([]byte, 0, 1+4*binary.MaxVarintLen64+len(r.key)+len(r.value)))
+}
+
+// appendTo appends r's encoding to b: the committer encodes into one buffer
+// it reuses, since pebble copies what a batch is given.
+func (r *logRecord) appendTo(b []byte) []byte {
 	b = append(b, byte(r.typ))
 	b = binary.AppendUvarint(b, uint64(r.createRev))
 	b = binary.AppendUvarint(b, uint64(r.prevModRev))
