@@ -50,7 +50,7 @@ func envelopeLease() *coordinationv1.Lease {
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "node-1", UID: "n-1"}},
 			ManagedFields: []metav1.ManagedFieldsEntry{{
 				Manager: "agent", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "coordination.k8s.io/v1",
-				FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:renewTime":{}}}`)},
+				FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:renewTime":{}}}`),
 			}},
 		},
 		Spec: coordinationv1.LeaseSpec{
