@@ -24,6 +24,18 @@ const (
 	notReadyNoExec        = corev1.TaintNodeNotReady + ":NoExecute"
 )
 
+// oneRenewedNode is a cluster with one Ready node n1 whose lease was renewed
+// at t0, and a controller that has made its first pass over it.
+func oneRenewedNode(t *testing.T) (context.Context, *memCluster, *Controller) {
+	ctx := context.Background()
+	m := newMemCluster(t, t0)
+	m.addNode("n1", "", corev1.ConditionTrue)
+	m.renew("n1", t0)
+	c := m.controller(Config{})
+	c.monitor(ctx)
+	return ctx, m, c
+}
+
 // step advances the fake clock by d and runs one monitor pass.
 func step(ctx context.Context, m *memCluster, c *Controller, d time.Duration) {
 	m.clock.Step(d)
@@ -234,12 +246,7 @@ func TestStatusConflictIsRetriedWithFreshNode(t *testing.T) {
 // every reader shares: marking a silent node Unknown must change a copy that
 // goes to the server, never the object the pass was given.
 func TestMonitorNeverChangesTheNodesItReads(t *testing.T) {
-	ctx := context.Background()
-	m := newMemCluster(t, t0)
-	m.addNode("n1", "", corev1.ConditionTrue)
-	m.renew("n1", t0)
-	c := m.controller(Config{})
-	c.monitor(ctx)
+	ctx, m, c := oneRenewedNode(t)
 
 	read := m.get("n1")
 	before := read.DeepCopy()
@@ -321,12 +328,7 @@ func TestMonitorWritesStatusesInParallel(t *testing.T) {
 // versions of a node and its lease, the controller must not keep the old
 // ones alive (at 100,000 nodes each retained version is megabytes).
 func TestHealthKeepsNoSupersededObjects(t *testing.T) {
-	ctx := context.Background()
-	m := newMemCluster(t, t0)
-	m.addNode("n1", "", corev1.ConditionTrue)
-	m.renew("n1", t0)
-	c := m.controller(Config{})
-	c.monitor(ctx)
+	ctx, m, c := oneRenewedNode(t)
 
 	oldNode, oldLease := weak.Make(m.objs["n1"]), weak.Make(m.leases["n1"])
 	m.clock.Step(10 * time.Second)
