@@ -26,6 +26,9 @@ type apiCluster struct {
 	// leases in kube-node-lease, built once: every pass looks up a lease
 	// per node.
 	nodePrefix, leasePrefix string
+	// views are the node views the last nodes call returned. Touched only
+	// by the controller's goroutine.
+	views viewCache
 }
 
 func newAPICluster(cache *watchcache.Cache, client kubernetes.Interface, nodes, leases *registry.Resource) *apiCluster {
@@ -36,15 +39,15 @@ func newAPICluster(cache *watchcache.Cache, client kubernetes.Interface, nodes, 
 	}
 }
 
-func (a *apiCluster) nodes() []*corev1.Node {
+func (a *apiCluster) nodes() []*nodeView {
 	objs, _ := a.cache.List(a.nodePrefix, nil)
-	out := make([]*corev1.Node, 0, len(objs))
-	for _, o := range objs {
-		if n, ok := o.(*corev1.Node); ok {
-			out = append(out, n)
+	return a.views.refresh(func(yield func(*corev1.Node) bool) {
+		for _, o := range objs {
+			if n, ok := o.(*corev1.Node); ok && !yield(n) {
+				return
+			}
 		}
-	}
-	return out
+	}, len(objs))
 }
 
 func (a *apiCluster) node(name string) (*corev1.Node, bool) {

@@ -12,8 +12,9 @@ import (
 // loopback client; keeping it behind this seam lets the decision logic be
 // driven on a fake clock.
 type cluster interface {
-	// nodes lists the current nodes. They are shared: never change them.
-	nodes() []*corev1.Node
+	// nodes lists the views of the current nodes. A view may be handed out
+	// again by a later call while its node is unchanged: never change one.
+	nodes() []*nodeView
 	// node returns one current node, shared, or false if there is none.
 	node(name string) (*corev1.Node, bool)
 	// nodeLease returns the Lease kube-node-lease/name, shared, or nil.

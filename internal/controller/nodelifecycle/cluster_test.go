@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strconv"
 	"sync"
 	"testing"
@@ -33,6 +34,7 @@ type memCluster struct {
 	leases map[string]*coordinationv1.Lease
 	events []recorded
 	writes int
+	views  viewCache
 }
 
 type recorded struct{ node, reason, message string }
@@ -126,12 +128,8 @@ func (m *memCluster) get(name string) *corev1.Node {
 	return n
 }
 
-func (m *memCluster) nodes() []*corev1.Node {
-	out := make([]*corev1.Node, 0, len(m.objs))
-	for _, n := range m.objs {
-		out = append(out, n)
-	}
-	return out
+func (m *memCluster) nodes() []*nodeView {
+	return m.views.refresh(maps.Values(m.objs), len(m.objs))
 }
 
 func (m *memCluster) node(name string) (*corev1.Node, bool) {

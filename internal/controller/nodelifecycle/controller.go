@@ -78,7 +78,7 @@ func (c *Controller) monitor(ctx context.Context) {
 	updates := make([]healthUpdate, len(nodes))
 	var writes []*healthUpdate
 	for i, n := range nodes {
-		c.assessHealth(n, &updates[i])
+		c.assessHealth(n, nil, &updates[i])
 		if updates[i].write != nil {
 			writes = append(writes, &updates[i])
 		}
@@ -89,25 +89,24 @@ func (c *Controller) monitor(ctx context.Context) {
 
 	zoneConds := map[string][]*corev1.NodeCondition{}
 	for i := range updates {
-		n := updates[i].node
+		v := updates[i].node
 		observed, current, err := c.finishHealth(ctx, &updates[i])
 		if err != nil {
 			if ctx.Err() == nil {
-				c.log.Error("node health update failed; skipping the node this pass", "node", n.Name, "err", err)
+				c.log.Error("node health update failed; skipping the node this pass", "node", v.name, "err", err)
 			}
 			continue
 		}
-		if _, excluded := n.Labels[labelExcludeDisruption]; !excluded {
-			zone := zoneKey(n)
-			zoneConds[zone] = append(zoneConds[zone], current)
+		if !v.excluded {
+			zoneConds[v.zone] = append(zoneConds[v.zone], current)
 		}
 		if current == nil {
 			continue
 		}
-		c.taintForReadiness(ctx, n, observed.Status)
+		c.taintForReadiness(ctx, v, observed.Status)
 		if current.Status != corev1.ConditionTrue && observed.Status == corev1.ConditionTrue {
-			c.log.Info("node is not ready", "node", n.Name, "status", string(current.Status))
-			c.cluster.event(n, "NodeNotReady", "Node %s status is now: %s", n.Name, "NodeNotReady")
+			c.log.Info("node is not ready", "node", v.name, "status", string(current.Status))
+			c.cluster.event(v.ref(), "NodeNotReady", "Node %s status is now: %s", v.name, "NodeNotReady")
 		}
 	}
 	c.handleDisruption(ctx, zoneConds, nodes)
@@ -117,11 +116,12 @@ func (c *Controller) monitor(ctx context.Context) {
 	// judged as listed, which saves a lookup per node.
 	for i := range updates {
 		if updates[i].write != nil {
-			n, ok := c.cluster.node(updates[i].node.Name)
+			n, ok := c.cluster.node(updates[i].node.name)
 			if !ok {
-				n = nil // deleted since: nothing to taint
+				nodes[i] = nil // deleted since: nothing to taint
+				continue
 			}
-			nodes[i] = n
+			nodes[i] = viewOf(n)
 		}
 	}
 	c.noScheduleNodes(ctx, nodes)
@@ -129,22 +129,22 @@ func (c *Controller) monitor(ctx context.Context) {
 
 // classify compares nodes with those known from the last pass: new ones get
 // RegisteredNode, gone ones RemovingNode.
-func (c *Controller) classify(nodes []*corev1.Node) {
+func (c *Controller) classify(nodes []*nodeView) {
 	c.pass++
-	for _, n := range nodes {
-		k, ok := c.known[n.Name]
-		if ok && k.uid == n.UID {
+	for _, v := range nodes {
+		k, ok := c.known[v.name]
+		if ok && k.uid == v.uid {
 			k.seen = c.pass
-			c.known[n.Name] = k
+			c.known[v.name] = k
 			continue
 		}
 		if ok {
-			c.forgetNode(n.Name)
+			c.forgetNode(v.name)
 		}
-		c.log.Info("observed a new node", "node", n.Name)
-		c.cluster.event(n, "RegisteredNode", "Node %s event: %s", n.Name, fmt.Sprintf("Registered Node %s in Controller", n.Name))
-		c.known[n.Name] = knownNode{uid: n.UID, seen: c.pass}
-		c.queue(zoneKey(n))
+		c.log.Info("observed a new node", "node", v.name)
+		c.cluster.event(v.ref(), "RegisteredNode", "Node %s event: %s", v.name, fmt.Sprintf("Registered Node %s in Controller", v.name))
+		c.known[v.name] = knownNode{uid: v.uid, seen: c.pass}
+		c.queue(v.zone)
 	}
 	for name, k := range c.known {
 		if k.seen != c.pass {

@@ -89,7 +89,7 @@ func condition(s *corev1.NodeStatus, t corev1.NodeConditionType) *corev1.NodeCon
 // Ready condition as observed and as it is after the look, and the status
 // to write when the node timed out.
 type healthUpdate struct {
-	node     *corev1.Node
+	node     *nodeView
 	observed corev1.NodeCondition
 	// current is the Ready condition after the look (nil if the node has
 	// none); when write is set it is write's, which holds until the write
@@ -104,34 +104,37 @@ type healthUpdate struct {
 	err error
 }
 
-// assessHealth is one look at node n, which it treats as read-only (it is
-// usually the watch cache's shared object; it copies n before changing it):
-// it refreshes n's probe timestamp from its Ready heartbeat and its lease,
-// and once the grace period has passed without a sign of life it marks the
-// timed-out conditions Unknown in a copy for the caller to write. The
-// observed Ready condition is a stand-in Unknown one if n never posted one.
-// The decision is written to *u, one element of a buffer the pass
-// allocates at once, so that looking at a healthy node allocates nothing.
-func (c *Controller) assessHealth(n *corev1.Node, u *healthUpdate) {
+// assessHealth is one look at node v: it refreshes v's probe timestamp from
+// its Ready heartbeat and its lease, and once the grace period has passed
+// without a sign of life it marks the timed-out conditions Unknown in a copy
+// of the node object for the caller to write. That object is full, read
+// now from the cluster unless the caller has it: the view holds too little
+// to write back. It keeps the view's resourceVersion, so a node that
+// changed since the view was taken makes the write a conflict, retried on
+// a fresh read as any conflict is. The observed Ready condition is a
+// stand-in Unknown one if v never posted one. The decision is written to
+// *u, one element of a buffer the pass allocates at once, so that looking
+// at a healthy node allocates nothing.
+func (c *Controller) assessHealth(v *nodeView, full *corev1.Node, u *healthUpdate) {
 	now := c.clock.Now()
-	h, known := c.health[n.Name]
+	h, known := c.health[v.name]
 	// Whatever happens below, remember what was seen.
-	defer func() { c.health[n.Name] = h }()
+	defer func() { c.health[v.name] = h }()
 
-	*u = healthUpdate{node: n}
+	*u = healthUpdate{node: v}
 	grace := c.cfg.GracePeriod
-	u.current = readyCondition(&n.Status)
+	u.current = v.ready
 	if u.current == nil {
 		// Never posted: judge from the creation time, with the startup grace.
 		u.observed = corev1.NodeCondition{
 			Type:               corev1.NodeReady,
 			Status:             corev1.ConditionUnknown,
-			LastHeartbeatTime:  n.CreationTimestamp,
-			LastTransitionTime: n.CreationTimestamp,
+			LastHeartbeatTime:  v.created,
+			LastTransitionTime: v.created,
 		}
 		grace = c.cfg.StartupGracePeriod
 		if !known {
-			h = nodeHealth{probe: n.CreationTimestamp.Time, readyTransition: n.CreationTimestamp.Time}
+			h = nodeHealth{probe: v.created.Time, readyTransition: v.created.Time}
 		}
 		h, known = h.withReady(nil), true
 	} else {
@@ -157,7 +160,7 @@ func (c *Controller) assessHealth(n *corev1.Node, u *healthUpdate) {
 
 	// A lease renewal is a heartbeat only if renewTime strictly advanced: a
 	// rewrite with the same renewTime (or a new resourceVersion) is not one.
-	if l := c.cluster.nodeLease(n.Name); l != nil && renewedAfter(l, h.lease) {
+	if l := c.cluster.nodeLease(v.name); l != nil && renewedAfter(l, h.lease) {
 		h.lease = markOf(l)
 		h.probe = now
 	}
@@ -167,13 +170,20 @@ func (c *Controller) assessHealth(n *corev1.Node, u *healthUpdate) {
 	}
 	// Only silent nodes get here: copying every node on every pass cost
 	// tens of megabytes of garbage per pass at 10,000 nodes.
-	marked := n.DeepCopy()
+	if full == nil {
+		var ok bool
+		if full, ok = c.cluster.node(v.name); !ok {
+			return // deleted since the view was taken: the next pass forgets it
+		}
+	}
+	marked := full.DeepCopy()
+	marked.ResourceVersion = v.resourceVersion
 	markUnknown(marked, metav1.NewTime(now))
 	u.current = readyCondition(&marked.Status)
 	if equality.Semantic.DeepEqual(u.current, &u.observed) {
 		return
 	}
-	c.log.Info("node stopped posting status", "node", n.Name, "silentFor", now.Sub(h.probe).String(), "grace", grace.String())
+	c.log.Info("node stopped posting status", "node", v.name, "silentFor", now.Sub(h.probe).String(), "grace", grace.String())
 	u.write = marked
 	written := nodeHealth{probe: h.probe, readyTransition: now, lease: h.lease}.withReady(u.current)
 	u.written = &written
@@ -182,7 +192,7 @@ func (c *Controller) assessHealth(n *corev1.Node, u *healthUpdate) {
 // updateHealth is assessHealth with its write done at once.
 func (c *Controller) updateHealth(ctx context.Context, n *corev1.Node) (observed corev1.NodeCondition, current *corev1.NodeCondition, err error) {
 	var u healthUpdate
-	c.assessHealth(n, &u)
+	c.assessHealth(viewOf(n), n, &u)
 	if u.write == nil {
 		return u.observed, u.current, nil
 	}
@@ -242,9 +252,9 @@ func (c *Controller) finishHealth(ctx context.Context, u *healthUpdate) (observe
 		return u.observed, u.current, nil
 	}
 	if u.err != nil {
-		return c.retryHealth(ctx, u.node.Name, u.observed, u.current, u.err)
+		return c.retryHealth(ctx, u.node.name, u.observed, u.current, u.err)
 	}
-	c.health[u.node.Name] = *u.written
+	c.health[u.node.name] = *u.written
 	return u.observed, u.current, nil
 }
 

@@ -60,6 +60,7 @@ func TestGraceExpiryMarksConditionsUnknown(t *testing.T) {
 	m.addNode("n1", "", corev1.ConditionTrue)
 	n := m.get("n1").DeepCopy()
 	n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionFalse})
+	n.ResourceVersion = m.nextRV()
 	m.objs["n1"] = n
 	m.renew("n1", t0)
 	c := m.controller(Config{})
@@ -211,10 +212,10 @@ func TestRegisteredAndRemovingEvents(t *testing.T) {
 // ones, as a watch cache that lags a write would.
 type staleCluster struct {
 	*memCluster
-	stale []*corev1.Node
+	stale []*nodeView
 }
 
-func (s *staleCluster) nodes() []*corev1.Node { return s.stale }
+func (s *staleCluster) nodes() []*nodeView { return s.stale }
 
 func TestStatusConflictIsRetriedWithFreshNode(t *testing.T) {
 	ctx := context.Background()
@@ -229,7 +230,7 @@ func TestStatusConflictIsRetriedWithFreshNode(t *testing.T) {
 	c.monitor(ctx)
 	m.clock.Step(51 * time.Second)
 	// The pass reads this copy; a write lands before its status update.
-	sc.stale = []*corev1.Node{m.get("n1").DeepCopy()}
+	sc.stale = []*nodeView{viewOf(m.get("n1").DeepCopy())}
 	labelled := m.get("n1").DeepCopy()
 	labelled.Labels = map[string]string{"touched": "yes"}
 	labelled.ResourceVersion = m.nextRV()

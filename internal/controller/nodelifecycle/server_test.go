@@ -305,3 +305,30 @@ func waitEvent(t *testing.T, ctx context.Context, c kubernetes.Interface, name, 
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestStatusHeartbeatsAloneKeepNodeReady: a node whose lease stopped but
+// that keeps posting status with fresh Ready heartbeats stays Ready, so the
+// controller sees each new version of a node; when the heartbeats stop too
+// it goes Unknown.
+func TestStatusHeartbeatsAloneKeepNodeReady(t *testing.T) {
+	ctx := context.Background()
+	c := startServer(t)
+	a := startAgent(t, ctx, c, "posting")
+	a.setPaused(true)
+	until := time.Now().Add(3 * gracePeriod)
+	for time.Now().Before(until) {
+		a.postReady(ctx)
+		n, err := c.CoreV1().Nodes().Get(ctx, "posting", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cond := ready(n); cond == nil || cond.Status != corev1.ConditionTrue {
+			t.Fatalf("a node posting Ready heartbeats was marked %+v", cond)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	waitNode(t, ctx, c, "posting", 3*gracePeriod, "Ready=Unknown once silent", func(n *corev1.Node) bool {
+		cond := ready(n)
+		return cond != nil && cond.Status == corev1.ConditionUnknown
+	})
+}

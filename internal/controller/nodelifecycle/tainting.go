@@ -12,22 +12,22 @@ import (
 // as observed at the start of this pass (processTaintBaseEviction): a node
 // already carrying the opposite taint has it swapped at once; otherwise it
 // is queued for its zone's rate-limited tainting; a Ready node loses both.
-func (c *Controller) taintForReadiness(ctx context.Context, n *corev1.Node, ready corev1.ConditionStatus) {
+func (c *Controller) taintForReadiness(ctx context.Context, v *nodeView, ready corev1.ConditionStatus) {
 	switch ready {
 	case corev1.ConditionFalse:
-		if hasTaint(n.Spec.Taints, unreachableNoExecute) {
-			c.swap(ctx, n.Name, notReadyNoExecute, unreachableNoExecute)
+		if hasTaint(v.taints, unreachableNoExecute) {
+			c.swap(ctx, v.name, notReadyNoExecute, unreachableNoExecute)
 			return
 		}
-		c.markForTainting(n, notReadyNoExecute)
+		c.markForTainting(v, notReadyNoExecute)
 	case corev1.ConditionUnknown:
-		if hasTaint(n.Spec.Taints, notReadyNoExecute) {
-			c.swap(ctx, n.Name, unreachableNoExecute, notReadyNoExecute)
+		if hasTaint(v.taints, notReadyNoExecute) {
+			c.swap(ctx, v.name, unreachableNoExecute, notReadyNoExecute)
 			return
 		}
-		c.markForTainting(n, unreachableNoExecute)
+		c.markForTainting(v, unreachableNoExecute)
 	case corev1.ConditionTrue:
-		c.markReachable(ctx, n)
+		c.markReachable(ctx, v)
 	}
 }
 
@@ -45,33 +45,33 @@ func (c *Controller) swap(ctx context.Context, name string, add, remove corev1.T
 	return true
 }
 
-// markForTainting queues n for taint t in its zone. If n lacks t (never
-// tainted, or the taint was removed behind our back) it is queued afresh;
-// if it has it, it stays processed and is not queued again.
-func (c *Controller) markForTainting(n *corev1.Node, t corev1.Taint) {
-	q := c.queue(zoneKey(n))
-	if !hasTaint(n.Spec.Taints, t) {
-		q.forget(n.Name)
+// markForTainting queues node v for taint t in its zone. If v lacks t
+// (never tainted, or the taint was removed behind our back) it is queued
+// afresh; if it has it, it stays processed and is not queued again.
+func (c *Controller) markForTainting(v *nodeView, t corev1.Taint) {
+	q := c.queue(v.zone)
+	if !hasTaint(v.taints, t) {
+		q.forget(v.name)
 	}
-	if q.add(n.Name) {
-		c.log.Debug("node queued for NoExecute tainting", "node", n.Name, "taint", t.Key)
+	if q.add(v.name) {
+		c.log.Debug("node queued for NoExecute tainting", "node", v.name, "taint", t.Key)
 	}
 }
 
-// markReachable removes both NoExecute taints from n and takes it out of
-// its zone's queue.
-func (c *Controller) markReachable(ctx context.Context, n *corev1.Node) {
-	c.queue(zoneKey(n)).forget(n.Name)
-	if !hasTaint(n.Spec.Taints, unreachableNoExecute) && !hasTaint(n.Spec.Taints, notReadyNoExecute) {
+// markReachable removes both NoExecute taints from node v and takes it out
+// of its zone's queue.
+func (c *Controller) markReachable(ctx context.Context, v *nodeView) {
+	c.queue(v.zone).forget(v.name)
+	if !hasTaint(v.taints, unreachableNoExecute) && !hasTaint(v.taints, notReadyNoExecute) {
 		return
 	}
-	if err := c.cluster.swapTaints(ctx, n.Name, nil, []corev1.Taint{unreachableNoExecute, notReadyNoExecute}); err != nil {
+	if err := c.cluster.swapTaints(ctx, v.name, nil, []corev1.Taint{unreachableNoExecute, notReadyNoExecute}); err != nil {
 		if ctx.Err() == nil {
-			c.log.Error("removing NoExecute taints failed; will retry", "node", n.Name, "err", err)
+			c.log.Error("removing NoExecute taints failed; will retry", "node", v.name, "err", err)
 		}
 		return
 	}
-	c.log.Info("node reachable again: NoExecute taints removed", "node", n.Name)
+	c.log.Info("node reachable again: NoExecute taints removed", "node", v.name)
 }
 
 // taintPass drains every zone's NoExecute queue as far as its rate allows
@@ -110,18 +110,18 @@ func (c *Controller) taintPass(ctx context.Context) {
 // (doNoScheduleTaintingPass), writing in parallel. It runs whenever nodes
 // change.
 func (c *Controller) noSchedulePasses(ctx context.Context, names []string) {
-	nodes := make([]*corev1.Node, 0, len(names))
+	nodes := make([]*nodeView, 0, len(names))
 	for _, name := range names {
 		if n, ok := c.cluster.node(name); ok {
-			nodes = append(nodes, n)
+			nodes = append(nodes, viewOf(n))
 		}
 	}
 	c.noScheduleNodes(ctx, nodes)
 }
 
-// noScheduleNodes is noSchedulePasses for node objects already read (nil
-// ones are skipped).
-func (c *Controller) noScheduleNodes(ctx context.Context, nodes []*corev1.Node) {
+// noScheduleNodes is noSchedulePasses for nodes already read (nil ones are
+// skipped).
+func (c *Controller) noScheduleNodes(ctx context.Context, nodes []*nodeView) {
 	type swap struct {
 		name        string
 		add, remove []corev1.Taint
@@ -129,15 +129,15 @@ func (c *Controller) noScheduleNodes(ctx context.Context, nodes []*corev1.Node) 
 	}
 	var swaps []swap
 	now := metav1.NewTime(c.clock.Now())
-	for _, n := range nodes {
-		if n == nil {
+	for _, v := range nodes {
+		if v == nil {
 			continue
 		}
-		add, remove := noScheduleDiff(n)
+		add, remove := noScheduleDiff(v)
 		if len(add) == 0 && len(remove) == 0 {
 			continue
 		}
-		swaps = append(swaps, swap{name: n.Name, add: stamped(add, now), remove: remove})
+		swaps = append(swaps, swap{name: v.name, add: stamped(add, now), remove: remove})
 	}
 	inParallel(len(swaps), func(i int) {
 		swaps[i].err = c.cluster.swapTaints(ctx, swaps[i].name, swaps[i].add, swaps[i].remove)

@@ -1,6 +1,8 @@
 package nodelifecycle
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -37,37 +39,18 @@ var managedNoScheduleKeys = func() map[string]bool {
 	return m
 }()
 
-// noScheduleDiff returns the NoSchedule taints n should gain and lose so that
-// its controller-owned NoSchedule taints match its conditions and
+// noScheduleDiff returns the NoSchedule taints node v should gain and lose
+// so that its controller-owned NoSchedule taints match its conditions and
 // spec.unschedulable.
-func noScheduleDiff(n *corev1.Node) (add, remove []corev1.Taint) {
-	var wanted []string // in condition order, so added taints come in a stable order
-	for _, c := range n.Status.Conditions {
-		if key, ok := conditionTaints[c.Type][c.Status]; ok {
-			wanted = append(wanted, key)
-		}
-	}
-	if n.Spec.Unschedulable {
-		wanted = append(wanted, corev1.TaintNodeUnschedulable)
-	}
-	want := map[string]bool{}
-	for _, key := range wanted {
-		want[key] = true
-	}
-	have := map[string]bool{}
-	for _, t := range n.Spec.Taints {
-		if t.Effect != corev1.TaintEffectNoSchedule || !managedNoScheduleKeys[t.Key] {
-			continue
-		}
-		have[t.Key] = true
-		if !want[t.Key] {
+func noScheduleDiff(v *nodeView) (add, remove []corev1.Taint) {
+	for _, t := range v.taints {
+		if t.Effect == corev1.TaintEffectNoSchedule && managedNoScheduleKeys[t.Key] && !slices.Contains(v.noSchedule, t.Key) {
 			remove = append(remove, corev1.Taint{Key: t.Key, Effect: corev1.TaintEffectNoSchedule})
 		}
 	}
-	for _, key := range wanted {
-		if !have[key] {
-			add = append(add, corev1.Taint{Key: key, Effect: corev1.TaintEffectNoSchedule})
-			have[key] = true
+	for _, key := range v.noSchedule {
+		if t := (corev1.Taint{Key: key, Effect: corev1.TaintEffectNoSchedule}); !hasTaint(v.taints, t) {
+			add = append(add, t)
 		}
 	}
 	return add, remove

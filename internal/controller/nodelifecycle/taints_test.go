@@ -48,7 +48,7 @@ func TestNoScheduleTaintsFollowConditions(t *testing.T) {
 					n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: typ, Status: s})
 				}
 			}
-			add, remove := noScheduleDiff(n)
+			add, remove := noScheduleDiff(viewOf(n))
 			for _, ts := range [][]corev1.Taint{add, remove} {
 				for _, tt := range ts {
 					if tt.Effect != corev1.TaintEffectNoSchedule {

@@ -77,7 +77,7 @@ func (c *Controller) zoneRate(s zoneState, size int) float64 {
 // conditions, switching the tainting rates, and enters or leaves the
 // all-zones-down mode (where nothing is tainted NoExecute). nodes are the
 // nodes of this pass.
-func (c *Controller) handleDisruption(ctx context.Context, zoneConds map[string][]*corev1.NodeCondition, nodes []*corev1.Node) {
+func (c *Controller) handleDisruption(ctx context.Context, zoneConds map[string][]*corev1.NodeCondition, nodes []*nodeView) {
 	newStates := map[string]zoneState{}
 	allAreFull := true
 	for zone, conds := range zoneConds {
@@ -106,8 +106,8 @@ func (c *Controller) handleDisruption(ctx context.Context, zoneConds map[string]
 
 	if allAreFull {
 		c.log.Info("Controller detected that all Nodes are not-Ready. Entering master disruption mode", "zones", len(zoneConds))
-		for _, n := range nodes {
-			c.markReachable(ctx, n)
+		for _, v := range nodes {
+			c.markReachable(ctx, v)
 		}
 		for zone := range c.zoneStates {
 			c.queue(zone).setRate(0)
@@ -118,10 +118,10 @@ func (c *Controller) handleDisruption(ctx context.Context, zoneConds map[string]
 	if allWereFull {
 		c.log.Info("Controller detected that some Nodes are Ready. Exiting master disruption mode")
 		now := c.clock.Now()
-		for _, n := range nodes {
-			if h, ok := c.health[n.Name]; ok {
+		for _, v := range nodes {
+			if h, ok := c.health[v.name]; ok {
 				h.probe, h.readyTransition = now, now
-				c.health[n.Name] = h
+				c.health[v.name] = h
 			}
 		}
 		for zone := range c.zoneStates {
