@@ -13,15 +13,6 @@ import (
 // the object's own message.
 var protobufMagic = []byte("k8s\x00")
 
-// Field numbers of runtime.Unknown and runtime.TypeMeta (generated.proto).
-const (
-	unknownTypeMeta        = 1
-	unknownRaw             = 2
-	unknownContentEncoding = 3
-	typeMetaAPIVersion     = 1
-	typeMetaKind           = 2
-)
-
 // unmarshalEnveloped decodes data, an object in Kubernetes' protobuf
 // envelope, into obj (fresh from its resource's New) when the envelope
 // names exactly gvk. It reports false, having left obj alone, for anything
@@ -54,60 +45,41 @@ func envelopeFor(data []byte, gvk schema.GroupVersionKind) ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	var raw, typeMeta []byte
-	for len(rest) > 0 {
-		num, typ, n := protowire.ConsumeTag(rest)
-		if n < 0 {
-			return nil, false
-		}
-		rest = rest[n:]
-		if typ != protowire.BytesType {
-			return nil, false
-		}
-		v, n := protowire.ConsumeBytes(rest)
-		if n < 0 {
-			return nil, false
-		}
-		rest = rest[n:]
-		switch num {
-		case unknownTypeMeta:
-			typeMeta = v
-		case unknownRaw:
-			raw = v
-		case unknownContentEncoding:
-			if len(v) > 0 {
-				return nil, false
-			}
-		}
+	// Fields 1, 2, 3 of runtime.Unknown; its contentType (4) is ignored,
+	// as the serializer ignores it.
+	var typeMeta, raw, encoding []byte
+	if !bytesFields(rest, &typeMeta, &raw, &encoding) || len(encoding) > 0 {
+		return nil, false
 	}
-	apiVersion, kind, ok := splitTypeMeta(typeMeta)
-	if !ok || string(kind) != gvk.Kind || !isAPIVersion(apiVersion, gvk.GroupVersion()) {
+	var apiVersion, kind []byte // fields 1, 2 of runtime.TypeMeta
+	if !bytesFields(typeMeta, &apiVersion, &kind) ||
+		string(kind) != gvk.Kind || !isAPIVersion(apiVersion, gvk.GroupVersion()) {
 		return nil, false
 	}
 	return raw, true
 }
 
-// splitTypeMeta returns the apiVersion and kind of an encoded TypeMeta.
-func splitTypeMeta(b []byte) (apiVersion, kind []byte, ok bool) {
+// bytesFields reads message b, whose fields must all be length-delimited:
+// field number i goes to *into[i-1] (the last occurrence wins, as in a
+// generated Unmarshal; fields past len(into) are skipped). It reports false
+// for anything else, malformed input included.
+func bytesFields(b []byte, into ...*[]byte) bool {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 || typ != protowire.BytesType {
-			return nil, nil, false
+			return false
 		}
 		b = b[n:]
 		v, n := protowire.ConsumeBytes(b)
 		if n < 0 {
-			return nil, nil, false
+			return false
 		}
 		b = b[n:]
-		switch num {
-		case typeMetaAPIVersion:
-			apiVersion = v
-		case typeMetaKind:
-			kind = v
+		if num >= 1 && int(num) <= len(into) {
+			*into[num-1] = v
 		}
 	}
-	return apiVersion, kind, true
+	return true
 }
 
 // isAPIVersion reports whether b is gv's apiVersion ("group/version", or

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 )
@@ -163,8 +162,7 @@ type knownNode struct {
 // the same name.
 func (c *Controller) forgetNode(name string) {
 	c.log.Info("node removed", "node", name)
-	ref := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: c.known[name].uid}}
-	c.cluster.event(ref, "RemovingNode", "Node %s event: %s", name, fmt.Sprintf("Removing Node %s from Controller", name))
+	c.cluster.event(nodeRef(name, c.known[name].uid), "RemovingNode", "Node %s event: %s", name, fmt.Sprintf("Removing Node %s from Controller", name))
 	delete(c.known, name)
 	delete(c.health, name)
 	for _, q := range c.tainters {

@@ -52,8 +52,12 @@ func viewOf(n *corev1.Node) *nodeView {
 }
 
 // ref is a node object carrying only the view's name and uid, for events.
-func (v *nodeView) ref() *corev1.Node {
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: v.name, UID: v.uid}}
+func (v *nodeView) ref() *corev1.Node { return nodeRef(v.name, v.uid) }
+
+// nodeRef is a node object carrying only a name and uid: all an event about
+// the node needs.
+func nodeRef(name string, uid types.UID) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: uid}}
 }
 
 // wantedNoSchedule returns the controller-owned NoSchedule taint keys n's
