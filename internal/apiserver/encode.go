@@ -25,11 +25,23 @@ func newStorageCodec(scheme *runtime.Scheme) (runtime.Encoder, runtime.Decoder) 
 
 // encodeForStorage serializes obj, which must carry its TypeMeta.
 func (s *Server) encodeForStorage(obj runtime.Object) ([]byte, error) {
+	return encodeStored(s.storageEnc, obj)
+}
+
+func encodeStored(enc runtime.Encoder, obj runtime.Object) ([]byte, error) {
 	var out singleWriteCapture
-	if err := s.storageEnc.Encode(obj, &out); err != nil {
+	if err := enc.Encode(obj, &out); err != nil {
 		return nil, fmt.Errorf("encoding object for storage: %w", err)
 	}
 	return out.data, nil
+}
+
+// StorageEncoder returns the watch cache's encode function: the stored form
+// of an object StorageDecoder returned, from which the cache decodes the
+// objects it keeps compressed. It only reads obj.
+func StorageEncoder(scheme *runtime.Scheme) func(obj runtime.Object) ([]byte, error) {
+	enc, _ := newStorageCodec(scheme)
+	return func(obj runtime.Object) ([]byte, error) { return encodeStored(enc, obj) }
 }
 
 // DecodeStored turns stored bytes into a typed object with TypeMeta and

@@ -69,6 +69,7 @@ func Run(ctx context.Context, cfg Config) error {
 	cache := watchcache.New(store, watchcache.Options{
 		Prefix:           "/registry/",
 		Decode:           apiserver.StorageDecoder(scheme, resources),
+		Encode:           apiserver.StorageEncoder(scheme),
 		SameSelection:    apiserver.SameSelection(resources),
 		Window:           cfg.WatchCacheWindow,
 		BookmarkInterval: cfg.BookmarkInterval,

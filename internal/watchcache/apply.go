@@ -17,29 +17,38 @@ import (
 type decoded struct {
 	ev  storage.Event
 	obj runtime.Object // nil for a delete, or when the value did not decode
-	// sameAs is the previous state that Options.SameSelection found obj
-	// alike to, if it did.
-	sameAs runtime.Object
+	// prev is the key's object as of before the batch (decoded if it was
+	// cold), nil if the key was absent, and prevRev its revision: the apply
+	// step uses it only if the entry still holds that revision.
+	prev    runtime.Object
+	prevRev int64
+	// same: Options.SameSelection found obj alike to prev.
+	same bool
 }
 
 // decode decodes the values of a batch of storage events, each given the
 // key's current object (as of before the batch) to share unchanged parts with.
 func (c *Cache) decode(evs []storage.Event) []decoded {
 	out := make([]decoded, len(evs))
-	prevs := make([]runtime.Object, len(evs))
+	states := make([]entry, len(evs))
 	c.mu.RLock()
 	for i, ev := range evs {
-		if e, ok := c.objects[ev.Key]; ok && ev.Type == storage.EventPut {
-			prevs[i] = e.obj
+		if e, ok := c.objects[ev.Key]; ok {
+			states[i] = *e
 		}
 	}
 	c.mu.RUnlock()
 	for i, ev := range evs {
 		out[i].ev = ev
+		if st := states[i]; st.key != "" {
+			out[i].prev, _ = c.resolve(st)
+			out[i].prevRev = st.modRev
+		}
 		if ev.Type != storage.EventPut {
 			continue
 		}
-		obj, err := c.opts.Decode(ev.Key, ev.Value, ev.Revision, prevs[i])
+		prev := out[i].prev
+		obj, err := c.opts.Decode(ev.Key, ev.Value, ev.Revision, prev)
 		if err != nil {
 			// The revision still advances (the store moved on), but the key keeps
 			// its last good state: serving a stale object beats inventing a delete.
@@ -48,9 +57,7 @@ func (c *Cache) decode(evs []storage.Event) []decoded {
 			continue
 		}
 		out[i].obj = obj
-		if prevs[i] != nil && c.opts.SameSelection != nil && c.opts.SameSelection(ev.Key, prevs[i], obj) {
-			out[i].sameAs = prevs[i]
-		}
+		out[i].same = prev != nil && c.opts.SameSelection != nil && c.opts.SameSelection(ev.Key, prev, obj)
 	}
 	return out
 }
@@ -60,7 +67,8 @@ func (c *Cache) decode(evs []storage.Event) []decoded {
 func (c *Cache) applyBatch(batch []decoded) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, d := range batch {
+	for i := range batch {
+		d := &batch[i]
 		if d.ev.Revision <= c.rev {
 			// A driver re-delivering an event would break "no duplicates".
 			c.log.Warn("ignoring storage event at or before the cache's revision",
@@ -70,25 +78,43 @@ func (c *Cache) applyBatch(batch []decoded) {
 		c.rev = d.ev.Revision
 		switch {
 		case d.ev.Type == storage.EventDelete:
-			c.deleteLocked(d.ev.Key, d.ev.Revision)
+			c.deleteLocked(d.ev.Key, d.ev.Revision, d)
 		case d.obj != nil:
-			c.putLocked(d.ev.Key, d.obj, d.ev.Revision, d.ev.Revision, d.sameAs)
+			c.putLocked(d.ev.Key, d.obj, d.ev.Revision, d.ev.Revision, d)
 		}
 	}
 	c.notifyLocked()
 }
 
+// currentLocked returns e's object, decoding it if cold. known, if not nil,
+// is the decode step's view of the key: its object serves if e still holds
+// the revision it was taken at (the demoter may have frozen e since, which
+// changes nothing but its form). The caller holds c.mu.
+func (c *Cache) currentLocked(e *entry, known *decoded) runtime.Object {
+	if e.obj != nil {
+		return e.obj
+	}
+	if known != nil && known.prev != nil && known.prevRev == e.modRev {
+		return known.prev
+	}
+	obj, _ := c.resolve(*e)
+	return obj
+}
+
 // putLocked stores obj (at storage revision modRev) at key and records an
-// ADDED or MODIFIED event at evRev. sameAs is the state SameSelection found
-// obj alike to, or nil: it spares keeping the previous state only if it is
-// that state (a batch may have changed the key since it was judged).
-func (c *Cache) putLocked(key string, obj runtime.Object, modRev, evRev int64, sameAs runtime.Object) {
+// ADDED or MODIFIED event at evRev. d, if not nil, is the decode step's
+// result: its SameSelection verdict spares keeping the previous state, but
+// only if that state is still the key's (a batch may have changed the key
+// since it was judged).
+func (c *Cache) putLocked(key string, obj runtime.Object, modRev, evRev int64, d *decoded) {
 	if e, ok := c.objects[key]; ok {
-		ev := event{typ: watch.Modified, key: key, obj: obj, prev: e.obj, rev: evRev}
-		if sameAs != nil && sameAs == e.obj {
-			ev.prev, ev.prevSame = nil, true
+		ev := event{typ: watch.Modified, key: key, obj: obj, rev: evRev}
+		if d != nil && d.same && d.prevRev == e.modRev {
+			ev.prevSame = true
+		} else {
+			ev.prev = c.currentLocked(e, d)
 		}
-		e.obj, e.modRev = obj, modRev
+		e.obj, e.cold, e.modRev = obj, nil, modRev
 		c.pushLocked(ev)
 		return
 	}
@@ -99,8 +125,9 @@ func (c *Cache) putLocked(key string, obj runtime.Object, modRev, evRev int64, s
 }
 
 // deleteLocked removes key and records a DELETED event at rev whose object is
-// the last state with resourceVersion rev, as Kubernetes sends it.
-func (c *Cache) deleteLocked(key string, rev int64) {
+// the last state with resourceVersion rev, as Kubernetes sends it. d is as
+// for putLocked.
+func (c *Cache) deleteLocked(key string, rev int64, d *decoded) {
 	e, ok := c.objects[key]
 	if !ok {
 		// Possible only for a key whose value never decoded.
@@ -108,11 +135,16 @@ func (c *Cache) deleteLocked(key string, rev int64) {
 	}
 	delete(c.objects, key)
 	c.sorted.Delete(e)
-	tomb := e.obj.DeepCopyObject()
+	last := c.currentLocked(e, d)
+	if last == nil {
+		// Its cold value did not decode (logged): no object to send.
+		return
+	}
+	tomb := last.DeepCopyObject()
 	if err := setResourceVersion(tomb, rev); err != nil {
 		c.log.Error("cannot set resourceVersion on deleted object", "key", key, "err", err)
 	}
-	c.pushLocked(event{typ: watch.Deleted, key: key, obj: tomb, prev: e.obj, rev: rev})
+	c.pushLocked(event{typ: watch.Deleted, key: key, obj: tomb, prev: last, rev: rev})
 }
 
 // pushLocked appends to the window; an evicted event moves the horizon.
@@ -181,7 +213,7 @@ func (c *Cache) replace(kvs []decodedKV, rev int64) {
 		last = evRev
 	}
 	for _, key := range gone {
-		c.deleteLocked(key, rev)
+		c.deleteLocked(key, rev, nil)
 	}
 	if rev > c.rev {
 		c.rev = rev

@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/btree"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/leasehold/leasehold/internal/storage"
 )
@@ -25,6 +24,9 @@ const (
 	// DefaultTooNewWait is how long Watch waits for the cache to reach a
 	// requested revision before answering ErrTooNew (Kubernetes waits 3 s).
 	DefaultTooNewWait = 3 * time.Second
+	// DefaultColdAfter is four lease renewal periods (10 s in Kubernetes):
+	// a renewed lease never goes cold, a Node between status reports does.
+	DefaultColdAfter = 40 * time.Second
 )
 
 // Options configures a Cache.
@@ -36,9 +38,19 @@ type Options struct {
 	// Decode turns a stored value into an object and sets its
 	// metadata.resourceVersion to rev. prev is the key's object in the cache,
 	// or nil: published, so only to be read, and the returned object may
-	// share memory with it (its strings, say). It is called from the cache's
-	// own goroutine only.
+	// share memory with it (its strings, say). It must not keep value, and
+	// it may be called from several goroutines at once: readers decode cold
+	// entries (see Encode).
 	Decode func(key string, value []byte, rev int64, prev runtime.Object) (runtime.Object, error)
+	// Encode, if set, turns an object back into a stored value Decode reads.
+	// It lets the cache keep an object unchanged for ColdAfter compressed
+	// instead of decoded, and decode it again for each read (see cold.go).
+	// It is called from one goroutine at a time.
+	Encode func(obj runtime.Object) ([]byte, error)
+	// ColdAfter is how long an object stays unchanged before the cache
+	// compresses it (DefaultColdAfter if 0): between ColdAfter and twice
+	// that. Objects rewritten more often (renewed leases) stay decoded.
+	ColdAfter time.Duration
 	// SameSelection, if set, reports whether every WatchOptions.Predicate
 	// judges prev and obj, two states of the object at key, alike (for the API
 	// server: the same name, namespace, labels and selectable fields). An
@@ -69,12 +81,17 @@ type Options struct {
 }
 
 // entry is one current object. The same *entry sits in the map (for Get) and
-// in the btree (for ordered List); obj is replaced under the write lock.
+// in the btree (for ordered List); its fields change under the write lock,
+// so a reader copies the entry under the read lock and decodes a cold one
+// after releasing it.
 type entry struct {
 	key string
-	obj runtime.Object
-	// modRev is obj's storage ModRevision, kept so a re-list can tell changed
-	// objects from unchanged ones without parsing resourceVersion.
+	// obj is the object, or nil while the entry is cold: cold then holds
+	// its compressed stored form (see cold.go).
+	obj  runtime.Object
+	cold []byte
+	// modRev is the object's storage ModRevision, kept so a re-list can tell
+	// changed objects from unchanged ones without parsing resourceVersion.
 	modRev int64
 }
 
@@ -86,6 +103,8 @@ type Cache struct {
 	store storage.Interface
 	opts  Options
 	log   *slog.Logger
+
+	cold *coldStore
 
 	mu      sync.RWMutex
 	objects map[string]*entry
@@ -122,6 +141,9 @@ func New(store storage.Interface, opts Options) *Cache {
 	if opts.TooNewWait <= 0 {
 		opts.TooNewWait = DefaultTooNewWait
 	}
+	if opts.ColdAfter <= 0 {
+		opts.ColdAfter = DefaultColdAfter
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
@@ -130,6 +152,7 @@ func New(store storage.Interface, opts Options) *Cache {
 		store:   store,
 		opts:    opts,
 		log:     log.With("component", "watchcache", "prefix", opts.Prefix),
+		cold:    newColdStore(opts.Prefix),
 		objects: make(map[string]*entry),
 		sorted:  btree.NewG(32, entryLess),
 		events:  newRing(opts.Window),
@@ -189,15 +212,19 @@ func (c *Cache) WaitForRevision(ctx context.Context, rev int64) error {
 }
 
 // Get returns the current object stored at key. The object is shared: DeepCopy
-// it before changing it.
+// it before changing it (a cold entry's is decoded for this call alone).
 func (c *Cache) Get(key string) (runtime.Object, bool) {
 	c.mu.RLock()
-	defer c.mu.RUnlock()
 	e, ok := c.objects[key]
+	var st entry
+	if ok {
+		st = *e
+	}
+	c.mu.RUnlock()
 	if !ok {
 		return nil, false
 	}
-	return e.obj, true
+	return c.resolve(st)
 }
 
 // GetUnder is Get(prefix + name) without building the key on the heap:
@@ -207,48 +234,91 @@ func (c *Cache) GetUnder(prefix, name string) (runtime.Object, bool) {
 	var buf [128]byte
 	key := append(append(buf[:0], prefix...), name...)
 	c.mu.RLock()
-	defer c.mu.RUnlock()
 	e, ok := c.objects[string(key)]
+	var st entry
+	if ok {
+		st = *e
+	}
+	c.mu.RUnlock()
 	if !ok {
 		return nil, false
 	}
-	return e.obj, true
+	return c.resolve(st)
 }
 
 // List returns the current objects whose key starts with prefix and that pred
 // accepts (all if pred is nil), in key order, and the revision they are the
 // state at. The objects are shared: DeepCopy them before changing them. pred
-// runs under the cache's read lock and must be quick and must not call back
-// into the cache.
+// runs after the cache's lock is released, on the caller's goroutine.
 func (c *Cache) List(prefix string, pred func(runtime.Object) bool) ([]runtime.Object, int64) {
+	var (
+		objs  []runtime.Object
+		colds []int // indexes in objs of cold entries, whose states are in thaw
+		thaw  []entry
+	)
 	c.mu.RLock()
-	defer c.mu.RUnlock()
-	var objs []runtime.Object
 	c.sorted.AscendGreaterOrEqual(&entry{key: prefix}, func(e *entry) bool {
 		if !strings.HasPrefix(e.key, prefix) {
 			return false
 		}
-		if pred == nil || pred(e.obj) {
-			objs = append(objs, e.obj)
+		if e.obj == nil {
+			colds = append(colds, len(objs))
+			thaw = append(thaw, *e)
 		}
+		objs = append(objs, e.obj)
 		return true
 	})
-	return objs, c.rev
+	rev := c.rev
+	c.mu.RUnlock()
+
+	for i, at := range colds {
+		objs[at], _ = c.resolve(thaw[i])
+	}
+	kept := objs[:0]
+	for _, o := range objs {
+		if o != nil && (pred == nil || pred(o)) {
+			kept = append(kept, o)
+		}
+	}
+	clear(objs[len(kept):])
+	return kept, rev
 }
 
-// snapshotLocked is List as ADDED events. The caller holds c.mu.
-func (c *Cache) snapshotLocked(prefix string, pred func(runtime.Object) bool) []event {
-	var evs []event
+// KeyRevision is a key and the storage revision of its current object.
+type KeyRevision struct {
+	Key         string
+	ModRevision int64
+}
+
+// ListRevisions appends to into the key and revision of every current object
+// whose key starts with prefix, in key order, and returns it with the
+// revision that is the state at. It decodes nothing: a controller that keeps
+// its own digest of objects fetches (Get) only the keys whose revision moved.
+func (c *Cache) ListRevisions(prefix string, into []KeyRevision) ([]KeyRevision, int64) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	c.sorted.AscendGreaterOrEqual(&entry{key: prefix}, func(e *entry) bool {
 		if !strings.HasPrefix(e.key, prefix) {
 			return false
 		}
-		if pred == nil || pred(e.obj) {
-			evs = append(evs, event{typ: watch.Added, key: e.key, obj: e.obj, rev: e.modRev})
-		}
+		into = append(into, KeyRevision{Key: e.key, ModRevision: e.modRev})
 		return true
 	})
-	return evs
+	return into, c.rev
+}
+
+// snapshotLocked copies the entries under prefix, in key order. The caller
+// holds c.mu; cold entries are decoded later, by whoever sends them.
+func (c *Cache) snapshotLocked(prefix string) []entry {
+	var states []entry
+	c.sorted.AscendGreaterOrEqual(&entry{key: prefix}, func(e *entry) bool {
+		if !strings.HasPrefix(e.key, prefix) {
+			return false
+		}
+		states = append(states, *e)
+		return true
+	})
+	return states
 }
 
 // watchersChanged adjusts the open watcher count and reports it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/leasehold/leasehold/internal/storage"
@@ -32,6 +33,11 @@ func (c *Cache) Run(ctx context.Context) error {
 		return errors.New("watch cache: Run called twice")
 	}
 	defer close(c.done)
+	if c.opts.Encode != nil {
+		var demoter sync.WaitGroup
+		demoter.Go(func() { c.demote(ctx) })
+		defer demoter.Wait()
+	}
 	backoff := minBackoff
 	needList := true
 	for ctx.Err() == nil {

@@ -66,7 +66,7 @@ type Watcher struct {
 	stopOnce sync.Once
 	exited   chan struct{}
 
-	initial    []event // snapshot to send first (InitialState)
+	initial    []entry // snapshot to send first (InitialState)
 	initialEnd int64   // revision of that snapshot
 	cursor     uint64  // sequence number of the next window event to read
 }
@@ -97,7 +97,7 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 	}
 	c.mu.RLock()
 	if opts.InitialState {
-		w.initial = c.snapshotLocked(opts.Prefix, opts.Predicate)
+		w.initial = c.snapshotLocked(opts.Prefix)
 		w.initialEnd = c.rev
 		w.cursor = c.events.next
 	} else {
@@ -158,8 +158,12 @@ func (w *Watcher) run(ctx context.Context) {
 	defer c.watchersChanged(-1)
 	defer close(w.out)
 
-	for _, e := range w.initial {
-		if !w.send(ctx, Event{Type: watch.Added, Key: e.key, Object: e.obj, Rev: e.rev}) {
+	for _, st := range w.initial {
+		obj, ok := c.resolve(st)
+		if !ok || (w.opts.Predicate != nil && !w.opts.Predicate(obj)) {
+			continue
+		}
+		if !w.send(ctx, Event{Type: watch.Added, Key: st.key, Object: obj, Rev: st.modRev}) {
 			return
 		}
 	}

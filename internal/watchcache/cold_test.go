@@ -1,0 +1,261 @@
+package watchcache
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// encodeJSON is the tests' Options.Encode: the inverse of decodeLease.
+func encodeJSON(obj runtime.Object) ([]byte, error) { return json.Marshal(obj) }
+
+// coldCount is the number of entries the cache keeps compressed.
+func coldCount(c *Cache) int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n := 0
+	for _, e := range c.objects {
+		if e.obj == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// freezeAll freezes every entry unchanged since now, as a demoter round does.
+func freezeAll(t *testing.T, c *Cache) int {
+	t.Helper()
+	var scratch []byte
+	return c.freezeUpTo(context.Background(), c.Revision(), &scratch)
+}
+
+// coldCache is a cache whose demoter never runs on its own (the tests freeze
+// explicitly), with leases in namespaces a and b.
+func coldCache(t *testing.T, n int) (*memStore, *Cache) {
+	t.Helper()
+	s := newStoreT(t)
+	for i := range n {
+		create(t, s, []string{"a", "b"}[i%2], fmt.Sprintf("l%04d", i), "holder-"+fmt.Sprint(i), map[string]string{"app": "x"})
+	}
+	return s, startCache(t, s, Options{Encode: encodeJSON, ColdAfter: time.Hour})
+}
+
+func TestColdEntriesReadAsTheyWereStored(t *testing.T) {
+	const n = 50
+	s, c := coldCache(t, n)
+	hot, _ := c.List(leasePrefix, nil)
+	if got := freezeAll(t, c); got != n {
+		t.Fatalf("froze %d entries, want %d", got, n)
+	}
+	if got := coldCount(c); got != n {
+		t.Fatalf("%d cold entries, want %d", got, n)
+	}
+
+	cold, rev := c.List(leasePrefix, nil)
+	if rev != c.Revision() || !apiequality.Semantic.DeepEqual(cold, hot) {
+		t.Fatalf("List of cold entries differs from the decoded list")
+	}
+	onlyB, _ := c.List(leasePrefix+"b/", func(o runtime.Object) bool { return holderOf(o) != "holder-1" })
+	if len(onlyB) != n/2-1 {
+		t.Fatalf("List(b/, pred) = %d objects, want %d", len(onlyB), n/2-1)
+	}
+	for _, want := range hot {
+		l := want.(*coordinationv1.Lease)
+		got, ok := c.Get(leaseKey(l.Namespace, l.Name))
+		if !ok || !apiequality.Semantic.DeepEqual(got, want) {
+			t.Fatalf("Get(%s) = %v, %v; want %v", l.Name, got, ok, want)
+		}
+		got, ok = c.GetUnder(leasePrefix+l.Namespace+"/", l.Name)
+		if !ok || !apiequality.Semantic.DeepEqual(got, want) {
+			t.Fatalf("GetUnder(%s) = %v, %v; want %v", l.Name, got, ok, want)
+		}
+	}
+	revs, _ := c.ListRevisions(leasePrefix+"a/", nil)
+	if len(revs) != n/2 {
+		t.Fatalf("ListRevisions(a/) = %d keys, want %d", len(revs), n/2)
+	}
+	for _, kr := range revs {
+		kv, err := s.Get(context.Background(), kr.Key)
+		if err != nil || kv.ModRevision != kr.ModRevision {
+			t.Fatalf("ListRevisions: %s at %d, store has %d (%v)", kr.Key, kr.ModRevision, kv.ModRevision, err)
+		}
+	}
+
+	// A watch's initial state decodes them too, predicate applied.
+	w := mustWatch(t, c, WatchOptions{Prefix: leasePrefix + "a/", InitialState: true,
+		Predicate: func(o runtime.Object) bool { return holderOf(o) != "holder-0" }})
+	for i := 2; i < n; i += 2 {
+		ev := next(t, w)
+		if ev.Type != watch.Added || holderOf(ev.Object) != fmt.Sprintf("holder-%d", i) || ev.Rev != rvOf(t, ev.Object) {
+			t.Fatalf("initial event %d: %s %s rev %d", i, ev.Type, ev.Key, ev.Rev)
+		}
+	}
+}
+
+// A renewed object (changed after the mark) stays decoded, and a frozen one
+// is decoded again by the write that changes it.
+func TestOnlyUnchangedEntriesGoCold(t *testing.T) {
+	s, c := coldCache(t, 4)
+	mark := c.Revision()
+	rev := update(t, s, "a", "l0000", "renewed", map[string]string{"app": "x"})
+	if err := c.WaitForRevision(testCtx(t), rev); err != nil {
+		t.Fatal(err)
+	}
+	var scratch []byte
+	if got := c.freezeUpTo(context.Background(), mark, &scratch); got != 3 {
+		t.Fatalf("froze %d entries, want the 3 unchanged since the mark", got)
+	}
+	c.mu.RLock()
+	renewedHot := c.objects[leaseKey("a", "l0000")].obj != nil
+	c.mu.RUnlock()
+	if !renewedHot {
+		t.Fatal("the entry changed after the mark was frozen")
+	}
+
+	rev = update(t, s, "b", "l0001", "moved", map[string]string{"app": "x"})
+	if err := c.WaitForRevision(testCtx(t), rev); err != nil {
+		t.Fatal(err)
+	}
+	if got := coldCount(c); got != 2 {
+		t.Fatalf("%d cold entries after writing a cold one, want 2", got)
+	}
+	obj, _ := c.Get(leaseKey("b", "l0001"))
+	if holderOf(obj) != "moved" || rvOf(t, obj) != rev {
+		t.Fatalf("rewritten entry: holder %q at %d, want moved at %d", holderOf(obj), rvOf(t, obj), rev)
+	}
+}
+
+// Watchers with a predicate judge a change of a cold entry against its
+// previous state, and a deleted cold entry is sent with its last state.
+func TestColdEntryChangesReachWatchers(t *testing.T) {
+	s, c := coldCache(t, 4)
+	freezeAll(t, c)
+	w := mustWatch(t, c, WatchOptions{Prefix: leasePrefix, Predicate: func(o runtime.Object) bool {
+		return o.(*coordinationv1.Lease).Labels["app"] == "x"
+	}})
+
+	rev := update(t, s, "a", "l0000", "holder-0", map[string]string{"app": "y"})
+	if ev := next(t, w); ev.Type != watch.Deleted || ev.Rev != rev || ev.Key != leaseKey("a", "l0000") {
+		t.Fatalf("leaving the selection: %s %s at %d, want DELETED at %d", ev.Type, ev.Key, ev.Rev, rev)
+	}
+	rev = update(t, s, "b", "l0001", "other", map[string]string{"app": "x"})
+	if ev := next(t, w); ev.Type != watch.Modified || ev.Rev != rev || holderOf(ev.Object) != "other" {
+		t.Fatalf("staying in the selection: %s %s at %d, want MODIFIED at %d", ev.Type, ev.Key, ev.Rev, rev)
+	}
+	rev = remove(t, s, "a", "l0002")
+	ev := next(t, w)
+	if ev.Type != watch.Deleted || ev.Rev != rev || rvOf(t, ev.Object) != rev || holderOf(ev.Object) != "holder-2" {
+		t.Fatalf("deleting a cold entry: %s %s at %d (object at %d), want DELETED with its last state at %d", ev.Type, ev.Key, ev.Rev, rvOf(t, ev.Object), rev)
+	}
+}
+
+// Objects of one resource share a dictionary: each compresses to a fraction
+// of its stored size.
+func TestColdValuesAreCompressedAgainstTheirClass(t *testing.T) {
+	const n = 40
+	_, c := coldCache(t, n)
+	freezeAll(t, c)
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var stored, cold int
+	for _, e := range c.objects {
+		if e.key == leaseKey("a", "l0000") {
+			continue // the dictionary itself
+		}
+		b, err := encodeJSON(c.mustThawLocked(t, e))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored += len(b)
+		cold += len(e.cold)
+	}
+	if cold*4 > stored {
+		t.Fatalf("cold values take %d B for %d B stored: want under a quarter", cold, stored)
+	}
+	if got := len(*c.cold.classes.Load()); got != 1 {
+		t.Fatalf("%d classes for one resource, want 1", got)
+	}
+}
+
+func (c *Cache) mustThawLocked(t *testing.T, e *entry) runtime.Object {
+	t.Helper()
+	obj, ok := c.resolve(*e)
+	if !ok {
+		t.Fatalf("entry %s does not decode", e.key)
+	}
+	return obj
+}
+
+func TestColdClassesFollowTheResource(t *testing.T) {
+	cs := newColdStore("/registry/")
+	for key, want := range map[string]string{
+		"/registry/leases/ns/a":  "/registry/leases/",
+		"/registry/minions/n1":   "/registry/minions/",
+		"/registry/flat":         "/registry/",
+		"/elsewhere/leases/ns/a": "/registry/",
+	} {
+		if got := cs.className(key); got != want {
+			t.Errorf("className(%q) = %q, want %q", key, got, want)
+		}
+	}
+}
+
+// The demoter freezes on its own, and readers racing it and the writers
+// always see a whole, current-or-newer object.
+func TestDemoterRacesReadersSafely(t *testing.T) {
+	s := newStoreT(t)
+	const n = 20
+	for i := range n {
+		create(t, s, "a", fmt.Sprintf("l%04d", i), "h0", nil)
+	}
+	c := startCache(t, s, Options{Encode: encodeJSON, ColdAfter: 5 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for r := range 3 {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				key := leaseKey("a", fmt.Sprintf("l%04d", r))
+				obj, ok := c.Get(key)
+				if !ok {
+					errs <- fmt.Errorf("Get(%s): missing", key)
+					return
+				}
+				if l := obj.(*coordinationv1.Lease); l.Name == "" || l.ResourceVersion == "" {
+					errs <- fmt.Errorf("Get(%s) returned a partial object %+v", key, l)
+					return
+				}
+				if objs, _ := c.List(leasePrefix, nil); len(objs) != n {
+					errs <- fmt.Errorf("List: %d objects, want %d", len(objs), n)
+					return
+				}
+			}
+		})
+	}
+	sawCold := false
+	for i := 0; ctx.Err() == nil; i++ {
+		if i%50 == 49 {
+			time.Sleep(20 * time.Millisecond) // let the demoter catch up
+		}
+		rev := update(t, s, "a", fmt.Sprintf("l%04d", i%n), fmt.Sprintf("h%d", i), nil)
+		_ = c.WaitForRevision(ctx, rev)
+		sawCold = sawCold || coldCount(c) > 0
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if !sawCold {
+		t.Fatal("the demoter froze nothing in 2 s with ColdAfter 5 ms")
+	}
+}
