@@ -35,6 +35,9 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// WatchCacheWindow is the number of recent events kept for watches.
 	WatchCacheWindow int
+	// WatchCacheColdAfter is how long a cached object stays unchanged before
+	// the watch cache keeps it compressed (watchcache.DefaultColdAfter if 0).
+	WatchCacheColdAfter time.Duration
 	// BookmarkInterval is how often watches get bookmarks (default 1 min).
 	BookmarkInterval time.Duration
 	// HistoryRetention is how long old revisions stay available for

@@ -70,6 +70,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Prefix:           "/registry/",
 		Decode:           apiserver.StorageDecoder(scheme, resources),
 		Encode:           apiserver.StorageEncoder(scheme),
+		ColdAfter:        cfg.WatchCacheColdAfter,
 		SameSelection:    apiserver.SameSelection(resources),
 		Window:           cfg.WatchCacheWindow,
 		BookmarkInterval: cfg.BookmarkInterval,

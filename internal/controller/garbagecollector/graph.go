@@ -136,6 +136,15 @@ func (g *graph) deletingDependents(key string) bool {
 	return n != nil && n.deletingDependents
 }
 
+// solid tells whether the graph knows key as the object with uid, not
+// waiting for its dependents.
+func (g *graph) solid(key string, uid types.UID) bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	n := g.nodes[key]
+	return n != nil && n.uid == uid && !n.deletingDependents
+}
+
 // keyOfUID returns the key of the object with uid, if the graph has it.
 func (g *graph) keyOfUID(uid types.UID) (string, bool) {
 	g.mu.RLock()

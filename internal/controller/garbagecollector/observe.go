@@ -88,10 +88,18 @@ func (gc *GarbageCollector) recheckWaitingOwners(before, after []edge, enqueue f
 	}
 }
 
-// ownerLooksSolid is the event loop's quick test: the cache shows the owner
-// with the referenced uid and not in foreground deletion. Anything else is
-// left to a worker, which checks properly.
+// ownerLooksSolid is the event loop's quick test: the graph or else the
+// cache shows the owner with the referenced uid and not in foreground
+// deletion. Anything else is left to a worker, which checks properly. The
+// graph comes first because it answers from memory it already holds, while
+// the cache may keep the owner compressed (a Node between status reports)
+// and would decode it for every renewal of its lease. Trusting the graph is
+// safe: if the owner has changed since, its event is still to come, and
+// observing it enqueues every dependent.
 func (gc *GarbageCollector) ownerLooksSolid(key string, uid types.UID) bool {
+	if gc.graph.solid(key, uid) {
+		return true
+	}
 	obj, ok := gc.cache.Get(key)
 	if !ok {
 		return false

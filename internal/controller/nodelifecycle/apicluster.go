@@ -26,9 +26,11 @@ type apiCluster struct {
 	// leases in kube-node-lease, built once: every pass looks up a lease
 	// per node.
 	nodePrefix, leasePrefix string
-	// views are the node views the last nodes call returned. Touched only
-	// by the controller's goroutine.
+	// views are the node views the last nodes call returned, and revs the
+	// buffer it lists node revisions into. Touched only by the controller's
+	// goroutine.
 	views viewCache
+	revs  []watchcache.KeyRevision
 }
 
 func newAPICluster(cache *watchcache.Cache, client kubernetes.Interface, nodes, leases *registry.Resource) *apiCluster {
@@ -40,14 +42,14 @@ func newAPICluster(cache *watchcache.Cache, client kubernetes.Interface, nodes, 
 }
 
 func (a *apiCluster) nodes() []*nodeView {
-	objs, _ := a.cache.List(a.nodePrefix, nil)
-	return a.views.refresh(func(yield func(*corev1.Node) bool) {
-		for _, o := range objs {
-			if n, ok := o.(*corev1.Node); ok && !yield(n) {
+	a.revs, _ = a.cache.ListRevisions(a.nodePrefix, a.revs[:0])
+	return a.views.refresh(func(yield func(string, int64) bool) {
+		for _, kr := range a.revs {
+			if !yield(kr.Key[len(a.nodePrefix):], kr.ModRevision) {
 				return
 			}
 		}
-	}, len(objs))
+	}, a.node, len(a.revs))
 }
 
 func (a *apiCluster) node(name string) (*corev1.Node, bool) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"maps"
 	"strconv"
 	"sync"
 	"testing"
@@ -129,7 +128,17 @@ func (m *memCluster) get(name string) *corev1.Node {
 }
 
 func (m *memCluster) nodes() []*nodeView {
-	return m.views.refresh(maps.Values(m.objs), len(m.objs))
+	return m.views.refresh(func(yield func(string, int64) bool) {
+		for name, n := range m.objs {
+			rev, err := strconv.ParseInt(n.ResourceVersion, 10, 64)
+			if err != nil {
+				m.t.Fatalf("node %s: resourceVersion %q", name, n.ResourceVersion)
+			}
+			if !yield(name, rev) {
+				return
+			}
+		}
+	}, m.node, len(m.objs))
 }
 
 func (m *memCluster) node(name string) (*corev1.Node, bool) {

@@ -3,6 +3,7 @@ package nodelifecycle
 import (
 	"iter"
 	"slices"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,7 +19,10 @@ type nodeView struct {
 	name            string
 	uid             types.UID
 	resourceVersion string
-	created         metav1.Time
+	// revision is resourceVersion as a number (-1 if it is not one): what
+	// the next pass compares with the store's revision of the node.
+	revision int64
+	created  metav1.Time
 	// zone is zoneKey of the node; excluded says it carries
 	// labelExcludeDisruption.
 	zone     string
@@ -38,10 +42,14 @@ func viewOf(n *corev1.Node) *nodeView {
 		name:            n.Name,
 		uid:             n.UID,
 		resourceVersion: n.ResourceVersion,
+		revision:        -1,
 		created:         n.CreationTimestamp,
 		zone:            zoneKey(n),
 		taints:          n.Spec.Taints,
 		noSchedule:      wantedNoSchedule(n),
+	}
+	if rev, err := strconv.ParseInt(n.ResourceVersion, 10, 64); err == nil {
+		v.revision = rev
 	}
 	_, v.excluded = n.Labels[labelExcludeDisruption]
 	if r := readyCondition(&n.Status); r != nil {
@@ -82,17 +90,24 @@ func wantedNoSchedule(n *corev1.Node) []string {
 // allocations per node per pass.
 type viewCache map[string]*nodeView
 
-// refresh returns the views of nodes, in their order, and keeps them (and
-// only them) for the next call.
-func (vc *viewCache) refresh(nodes iter.Seq[*corev1.Node], sizeHint int) []*nodeView {
+// refresh returns the views of the nodes revs yields (name and store
+// revision), in its order, and keeps them (and only them) for the next call.
+// It reads a node with get only when its revision is not the view's: the
+// store may keep unchanged nodes compactly, and decoding every node on every
+// pass is what the views exist to avoid.
+func (vc *viewCache) refresh(revs iter.Seq2[string, int64], get func(name string) (*corev1.Node, bool), sizeHint int) []*nodeView {
 	out := make([]*nodeView, 0, sizeHint)
 	next := make(viewCache, sizeHint)
-	for n := range nodes {
-		v := (*vc)[n.Name]
-		if v == nil || v.resourceVersion != n.ResourceVersion {
+	for name, rev := range revs {
+		v := (*vc)[name]
+		if v == nil || v.revision != rev {
+			n, ok := get(name)
+			if !ok {
+				continue // deleted since it was listed
+			}
 			v = viewOf(n)
 		}
-		next[n.Name] = v
+		next[name] = v
 		out = append(out, v)
 	}
 	*vc = next

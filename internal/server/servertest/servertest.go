@@ -49,6 +49,9 @@ func StartIn(t testing.TB, dataDir string, modify ...func(*server.Config)) *Serv
 		SecurePort:  0,
 		Logger:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 		Ready:       func(addr, kc string) { readyCh <- ready{addr, kc} },
+		// Most tests' objects then go cold within a second, so every test
+		// also reads objects the cache had to decompress and decode.
+		WatchCacheColdAfter: 250 * time.Millisecond,
 	}
 	for _, m := range modify {
 		m(&cfg)
