@@ -24,9 +24,11 @@ const (
 	// DefaultTooNewWait is how long Watch waits for the cache to reach a
 	// requested revision before answering ErrTooNew (Kubernetes waits 3 s).
 	DefaultTooNewWait = 3 * time.Second
-	// DefaultColdAfter is four lease renewal periods (10 s in Kubernetes):
-	// a renewed lease never goes cold, a Node between status reports does.
-	DefaultColdAfter = 40 * time.Second
+	// DefaultColdAfter is one and a half node lease renewal periods (10 s in
+	// Kubernetes), the margin absorbing late renewals: a renewed lease never
+	// goes cold, a Node between status reports (5 min) does, and a fleet
+	// that registers at once is compressed within 20 s.
+	DefaultColdAfter = 15 * time.Second
 )
 
 // Options configures a Cache.
@@ -48,8 +50,8 @@ type Options struct {
 	// It is called from one goroutine at a time.
 	Encode func(obj runtime.Object) ([]byte, error)
 	// ColdAfter is how long an object stays unchanged before the cache
-	// compresses it (DefaultColdAfter if 0): between ColdAfter and twice
-	// that. Objects rewritten more often (renewed leases) stay decoded.
+	// compresses it (DefaultColdAfter if 0), give or take a quarter of it.
+	// Objects rewritten more often (renewed leases) stay decoded.
 	ColdAfter time.Duration
 	// SameSelection, if set, reports whether every WatchOptions.Predicate
 	// judges prev and obj, two states of the object at key, alike (for the API

@@ -27,7 +27,7 @@ import (
 // each resource ("class": the key's first segment under the cache's prefix)
 // gets a raw dictionary: the stored form of the first object of the class
 // that went cold. Against it a Node compresses from about 1,594 B to about
-// 80 B, a Lease from 507 B to 143 B (zstd alone: 662 B and 385 B).
+// 76 B, a Lease from 507 B to 139 B (zstd alone: 662 B and 385 B).
 //
 // A cold value is one byte naming the class (its index in coldStore.classes)
 // followed by one zstd frame. Classes are only ever added, so an index stays
@@ -98,6 +98,11 @@ func (s *coldStore) classFor(key string, stored []byte) (int, error) {
 		zstd.WithEncoderDictRaw(dictID, dict),
 		// One demoter encodes; values are a few KB, so a small window and no
 		// checksum (the bytes never leave memory) keep coders and values small.
+		// Against a dictionary the fastest level compresses stored Nodes,
+		// Leases and Events exactly as well as the default level (76, 139 and
+		// 116 B on average at 100,000 nodes) with a quarter of its tables:
+		// 0.7 instead of 2.8 MB per class, coders included.
+		zstd.WithEncoderLevel(zstd.SpeedFastest),
 		zstd.WithEncoderConcurrency(1),
 		zstd.WithWindowSize(1<<15),
 		zstd.WithEncoderCRC(false),

@@ -12,13 +12,20 @@ import (
 // lock and then freezes under the write lock, so writers never wait long.
 const freezeChunk = 4096
 
-// demote runs until ctx ends, every ColdAfter freezing the entries that have
-// not changed since its previous round: unchanged for at least ColdAfter.
+// demoteRounds is how many demoter rounds one ColdAfter spans: an entry goes
+// cold between ColdAfter and ColdAfter*(1+1/demoteRounds) after its last
+// change. Objects created together (a fleet registering) then leave the
+// decoded state soon after ColdAfter instead of up to twice that later,
+// which is what bounds the heap while they arrive.
+const demoteRounds = 4
+
+// demote runs until ctx ends. Every ColdAfter/demoteRounds it freezes the
+// entries that have not changed since the round demoteRounds rounds ago.
 func (c *Cache) demote(ctx context.Context) {
-	t := time.NewTicker(c.opts.ColdAfter)
+	t := time.NewTicker(c.opts.ColdAfter / demoteRounds)
 	defer t.Stop()
 	var (
-		mark    int64 // the cache's revision at the previous round
+		marks   [demoteRounds]int64 // the cache's revision at the last rounds, oldest first
 		scratch []byte
 	)
 	for {
@@ -27,10 +34,11 @@ func (c *Cache) demote(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if mark > 0 {
-			c.freezeUpTo(ctx, mark, &scratch)
+		if marks[0] > 0 {
+			c.freezeUpTo(ctx, marks[0], &scratch)
 		}
-		mark = c.Revision()
+		copy(marks[:], marks[1:])
+		marks[demoteRounds-1] = c.Revision()
 	}
 }
 
