@@ -99,8 +99,8 @@ func TestEveryNodeSilentIsMasterDisruption(t *testing.T) {
 	c.monitor(ctx)
 	exit := m.clock.Now()
 	for _, n := range []string{"a0", "a1", "b0"} {
-		if h := c.health[n]; !h.probe.Equal(exit) {
-			t.Errorf("%s probe timestamp %v, want reset to %v", n, h.probe, exit)
+		if h := c.health[n]; !h.probe.time().Equal(exit) {
+			t.Errorf("%s probe timestamp %v, want reset to %v", n, h.probe.time(), exit)
 		}
 	}
 	if c.zoneStates[zoneKey(m.get("b0"))] != zoneNormal {

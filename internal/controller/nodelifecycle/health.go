@@ -28,16 +28,16 @@ var timedOutConditions = []corev1.NodeConditionType{
 // nodeHealth is what the controller remembers of one node between passes.
 // It holds times by value, not the status or lease it saw: those pointers
 // kept a superseded version of a node's objects alive for as long as the
-// controller remembered it, though only these times are ever compared.
+// controller remembered it, though only these times are ever compared. The
+// times are stamps, not time.Time (24 bytes and a pointer each): with one
+// record per node they were most of the controller's memory.
 type nodeHealth struct {
 	// readySeen says the status last seen (or written) had a Ready
 	// condition; heartbeat and transition are that condition's times.
 	readySeen             bool
-	heartbeat, transition metav1.Time
+	heartbeat, transition stamp
 	// probe is when the node last showed a sign of life, on the controller's clock.
-	probe time.Time
-	// readyTransition is when the controller last saw Ready change.
-	readyTransition time.Time
+	probe stamp
 	// lease is the node lease's renewTime last seen to advance.
 	lease leaseMark
 }
@@ -47,24 +47,42 @@ type nodeHealth struct {
 // lease had no renewTime.
 type leaseMark struct {
 	seen, renewed bool
-	renewTime     metav1.MicroTime
+	renewTime     stamp
 }
 
 // markOf is the mark of lease l.
 func markOf(l *coordinationv1.Lease) leaseMark {
 	m := leaseMark{seen: true, renewed: l.Spec.RenewTime != nil}
 	if m.renewed {
-		m.renewTime = *l.Spec.RenewTime
+		m.renewTime = stampOf(l.Spec.RenewTime.Time)
 	}
 	return m
+}
+
+// stamp is a time as Unix nanoseconds, 0 for the zero time. Equal stamps
+// are equal times (the API's times are whole seconds or microseconds).
+type stamp int64
+
+func stampOf(t time.Time) stamp {
+	if t.IsZero() {
+		return 0
+	}
+	return stamp(t.UnixNano())
+}
+
+func (s stamp) time() time.Time {
+	if s == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(s))
 }
 
 // withReady returns h remembering ready (nil: the status had no Ready condition).
 func (h nodeHealth) withReady(ready *corev1.NodeCondition) nodeHealth {
 	h.readySeen = ready != nil
-	h.heartbeat, h.transition = metav1.Time{}, metav1.Time{}
+	h.heartbeat, h.transition = 0, 0
 	if ready != nil {
-		h.heartbeat, h.transition = ready.LastHeartbeatTime, ready.LastTransitionTime
+		h.heartbeat, h.transition = stampOf(ready.LastHeartbeatTime.Time), stampOf(ready.LastTransitionTime.Time)
 	}
 	return h
 }
@@ -134,7 +152,7 @@ func (c *Controller) assessHealth(v *nodeView, full *corev1.Node, u *healthUpdat
 		}
 		grace = c.cfg.StartupGracePeriod
 		if !known {
-			h = nodeHealth{probe: v.created.Time, readyTransition: v.created.Time}
+			h = nodeHealth{probe: stampOf(v.created.Time)}
 		}
 		h, known = h.withReady(nil), true
 	} else {
@@ -145,16 +163,13 @@ func (c *Controller) assessHealth(v *nodeView, full *corev1.Node, u *healthUpdat
 	switch {
 	case !known:
 		// First look at a node that has a status: count it as alive now.
-		h = nodeHealth{probe: now, readyTransition: now}.withReady(current)
+		h = nodeHealth{probe: stampOf(now)}.withReady(current)
 	case !h.readySeen && current != nil, h.readySeen && current == nil:
 		// A first Ready condition, or (wrongly) a removed one: start afresh.
-		h = nodeHealth{probe: now, readyTransition: now, lease: h.lease}.withReady(current)
-	case h.readySeen && !h.heartbeat.Equal(&current.LastHeartbeatTime):
+		h = nodeHealth{probe: stampOf(now), lease: h.lease}.withReady(current)
+	case h.readySeen && h.heartbeat != stampOf(current.LastHeartbeatTime.Time):
 		// The node posted status: a heartbeat.
-		if !h.transition.Equal(&current.LastTransitionTime) {
-			h.readyTransition = now
-		}
-		h.probe = now
+		h.probe = stampOf(now)
 		h = h.withReady(current)
 	}
 
@@ -162,10 +177,10 @@ func (c *Controller) assessHealth(v *nodeView, full *corev1.Node, u *healthUpdat
 	// rewrite with the same renewTime (or a new resourceVersion) is not one.
 	if l := c.cluster.nodeLease(v.name); l != nil && renewedAfter(l, h.lease) {
 		h.lease = markOf(l)
-		h.probe = now
+		h.probe = stampOf(now)
 	}
 
-	if !now.After(h.probe.Add(grace)) {
+	if !now.After(h.probe.time().Add(grace)) {
 		return
 	}
 	// Only silent nodes get here: copying every node on every pass cost
@@ -183,9 +198,9 @@ func (c *Controller) assessHealth(v *nodeView, full *corev1.Node, u *healthUpdat
 	if equality.Semantic.DeepEqual(u.current, &u.observed) {
 		return
 	}
-	c.log.Info("node stopped posting status", "node", v.name, "silentFor", now.Sub(h.probe).String(), "grace", grace.String())
+	c.log.Info("node stopped posting status", "node", v.name, "silentFor", now.Sub(h.probe.time()).String(), "grace", grace.String())
 	u.write = marked
-	written := nodeHealth{probe: h.probe, readyTransition: now, lease: h.lease}.withReady(u.current)
+	written := nodeHealth{probe: h.probe, lease: h.lease}.withReady(u.current)
 	u.written = &written
 }
 
@@ -214,7 +229,7 @@ func renewedAfter(l *coordinationv1.Lease, saved leaseMark) bool {
 	case !saved.renewed:
 		return true
 	}
-	return saved.renewTime.Before(l.Spec.RenewTime)
+	return saved.renewTime < stampOf(l.Spec.RenewTime.Time)
 }
 
 // markUnknown sets every timed-out condition of n to Unknown: missing ones

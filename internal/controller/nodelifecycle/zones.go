@@ -120,7 +120,7 @@ func (c *Controller) handleDisruption(ctx context.Context, zoneConds map[string]
 		now := c.clock.Now()
 		for _, v := range nodes {
 			if h, ok := c.health[v.name]; ok {
-				h.probe, h.readyTransition = now, now
+				h.probe = stampOf(now)
 				c.health[v.name] = h
 			}
 		}
