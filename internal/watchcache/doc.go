@@ -25,6 +25,12 @@
 //     readers and never mutated after publication: callers must DeepCopy before
 //     changing them. Their metadata.resourceVersion is the storage ModRevision
 //     (the deletion's revision for DELETED events).
+//   - With Options.Encode set, an object unchanged for about Options.ColdAfter
+//     is kept compressed (cold.go) and decoded again for every read; readers
+//     copy entries under the lock and decode after releasing it, so a cold
+//     object costs no reader or writer any lock time. A cold object read
+//     twice is two equal objects, not one: nothing may rely on the identity
+//     of the objects the cache hands out.
 //   - When the storage watch ends the cache re-watches from the last revision it
 //     applied; if that history was compacted away it re-lists and publishes
 //     synthetic events for the differences, so watchers keep running.
