@@ -8,6 +8,7 @@ import (
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/leasehold/leasehold/internal/server"
 	"github.com/leasehold/leasehold/internal/server/servertest"
@@ -16,26 +17,10 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestExpiredEventsAreDeleted(t *testing.T) {
-	srv := servertest.Start(t, func(c *server.Config) {
-		c.EventTTL = 2 * time.Second
-		c.EventTTLInterval = 200 * time.Millisecond
-	})
+	events := startWithTTL(t, 200*time.Millisecond)
 	ctx := context.Background()
-	events := srv.Client.CoreV1().Events("default")
-	mk := func(name string, last time.Time) {
-		ev := &corev1.Event{
-			ObjectMeta:     metav1.ObjectMeta{Name: name},
-			InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "n1"},
-			Reason:         "Test", Message: "m", Type: corev1.EventTypeNormal,
-			Source:         corev1.EventSource{Component: "test"},
-			FirstTimestamp: metav1.NewTime(last), LastTimestamp: metav1.NewTime(last),
-		}
-		if _, err := events.Create(ctx, ev, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	mk("fresh", time.Now().Add(time.Hour))
-	mk("ageing", time.Now())
+	createEvent(t, events, "fresh", time.Now().Add(time.Hour))
+	createEvent(t, events, "ageing", time.Now())
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
 		if _, err := events.Get(ctx, "ageing", metav1.GetOptions{}); err != nil {
@@ -52,23 +37,9 @@ func TestExpiredEventsAreDeleted(t *testing.T) {
 // A sweep remembers each event's timestamp by revision: an event touched
 // again after a sweep saw it must be judged by its new timestamp.
 func TestRetouchedEventOutlivesItsFirstTimestamp(t *testing.T) {
-	srv := servertest.Start(t, func(c *server.Config) {
-		c.EventTTL = 2 * time.Second
-		c.EventTTLInterval = 100 * time.Millisecond
-	})
+	events := startWithTTL(t, 100*time.Millisecond)
 	ctx := context.Background()
-	events := srv.Client.CoreV1().Events("default")
-	ev := &corev1.Event{
-		ObjectMeta:     metav1.ObjectMeta{Name: "retouched"},
-		InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "n1"},
-		Reason:         "Test", Message: "m", Type: corev1.EventTypeNormal,
-		Source:         corev1.EventSource{Component: "test"},
-		FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(),
-	}
-	ev, err := events.Create(ctx, ev, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ev := createEvent(t, events, "retouched", time.Now())
 	time.Sleep(time.Second) // several sweeps see the first timestamp
 	ev.LastTimestamp = metav1.NewTime(time.Now().Add(time.Hour))
 	ev.Count = 2
@@ -79,4 +50,32 @@ func TestRetouchedEventOutlivesItsFirstTimestamp(t *testing.T) {
 	if _, err := events.Get(ctx, "retouched", metav1.GetOptions{}); err != nil {
 		t.Fatalf("the event was expired by the timestamp it had before it was touched again: %v", err)
 	}
+}
+
+// startWithTTL starts a server whose events expire 2 s after their last
+// update, swept every interval, and returns its default namespace's events.
+func startWithTTL(t *testing.T, interval time.Duration) typedcorev1.EventInterface {
+	t.Helper()
+	srv := servertest.Start(t, func(c *server.Config) {
+		c.EventTTL = 2 * time.Second
+		c.EventTTLInterval = interval
+	})
+	return srv.Client.CoreV1().Events("default")
+}
+
+// createEvent creates an event about a node, last seen at last.
+func createEvent(t *testing.T, events typedcorev1.EventInterface, name string, last time.Time) *corev1.Event {
+	t.Helper()
+	ev := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: name},
+		InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "n1"},
+		Reason:         "Test", Message: "m", Type: corev1.EventTypeNormal,
+		Source:         corev1.EventSource{Component: "test"},
+		FirstTimestamp: metav1.NewTime(last), LastTimestamp: metav1.NewTime(last),
+	}
+	created, err := events.Create(context.Background(), ev, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return created
 }
