@@ -251,39 +251,55 @@ func (c *Cache) GetUnder(prefix, name string) (runtime.Object, bool) {
 // List returns the current objects whose key starts with prefix and that pred
 // accepts (all if pred is nil), in key order, and the revision they are the
 // state at. The objects are shared: DeepCopy them before changing them. pred
-// runs after the cache's lock is released, on the caller's goroutine.
+// may run under the cache's read lock: it must be quick and must not call
+// back into the cache.
 func (c *Cache) List(prefix string, pred func(runtime.Object) bool) ([]runtime.Object, int64) {
 	var (
-		objs  []runtime.Object
-		colds []int // indexes in objs of cold entries, whose states are in thaw
-		thaw  []entry
+		objs []runtime.Object
+		// Cold entries are decoded and judged after the lock is released;
+		// until then each holds a nil place in objs, at cold[i].at.
+		cold []coldPlace
 	)
 	c.mu.RLock()
 	c.sorted.AscendGreaterOrEqual(&entry{key: prefix}, func(e *entry) bool {
 		if !strings.HasPrefix(e.key, prefix) {
 			return false
 		}
-		if e.obj == nil {
-			colds = append(colds, len(objs))
-			thaw = append(thaw, *e)
+		switch {
+		case e.obj == nil:
+			cold = append(cold, coldPlace{at: len(objs), st: *e})
+			objs = append(objs, nil)
+		case pred == nil || pred(e.obj):
+			objs = append(objs, e.obj)
 		}
-		objs = append(objs, e.obj)
 		return true
 	})
 	rev := c.rev
 	c.mu.RUnlock()
+	if len(cold) == 0 {
+		return objs, rev
+	}
 
-	for i, at := range colds {
-		objs[at], _ = c.resolve(thaw[i])
+	for _, p := range cold {
+		if o, ok := c.resolve(p.st); ok && (pred == nil || pred(o)) {
+			objs[p.at] = o
+		}
 	}
 	kept := objs[:0]
 	for _, o := range objs {
-		if o != nil && (pred == nil || pred(o)) {
+		if o != nil {
 			kept = append(kept, o)
 		}
 	}
 	clear(objs[len(kept):])
 	return kept, rev
+}
+
+// coldPlace is a cold entry List decodes once the lock is released, and
+// its place in the result.
+type coldPlace struct {
+	at int
+	st entry
 }
 
 // KeyRevision is a key and the storage revision of its current object.
