@@ -58,13 +58,18 @@ func parseStatCPUTicks(data []byte) (uint64, error) {
 
 // ProcPeakRSS returns a process's peak resident set size in bytes (VmHWM in
 // /proc/PID/status: the high-water mark over the process's whole life).
-func ProcPeakRSS(pid int) (uint64, error) {
+func ProcPeakRSS(pid int) (uint64, error) { return procStatusKB(pid, "VmHWM") }
+
+// ProcRSS returns a process's resident set size in bytes now (VmRSS).
+func ProcRSS(pid int) (uint64, error) { return procStatusKB(pid, "VmRSS") }
+
+func procStatusKB(pid int, key string) (uint64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, fmt.Errorf("reading peak RSS of process %d: %w", pid, err)
+		return 0, fmt.Errorf("reading %s of process %d: %w", key, pid, err)
 	}
 	defer f.Close()
-	v, err := parseStatusKB(f, "VmHWM")
+	v, err := parseStatusKB(f, key)
 	if err != nil {
 		return 0, fmt.Errorf("parsing /proc/%d/status: %w", pid, err)
 	}

@@ -58,6 +58,7 @@ func TestProcPeakRSSAgreesWithGetrusage(t *testing.T) {
 	for i := 0; i < len(buf); i += 4096 {
 		buf[i] = 1
 	}
+	now, nowErr := ProcRSS(os.Getpid()) // before VmHWM, which is never below it
 	peak, err := ProcPeakRSS(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +73,9 @@ func TestProcPeakRSSAgreesWithGetrusage(t *testing.T) {
 	}
 	if lo, hi := maxrss*9/10, maxrss*11/10; peak < lo || peak > hi {
 		t.Errorf("VmHWM %d bytes, getrusage maxrss %d bytes", peak, maxrss)
+	}
+	if nowErr != nil || now < 64<<20 || now > peak {
+		t.Errorf("VmRSS %d bytes (%v): want the 64 MiB touched, at most VmHWM %d", now, nowErr, peak)
 	}
 	_ = buf[len(buf)-1]
 }
@@ -117,5 +121,8 @@ func TestProcOfMissingProcess(t *testing.T) {
 	}
 	if _, err := ProcPeakRSS(1 << 30); err == nil {
 		t.Error("peak RSS of a non-existent process")
+	}
+	if _, err := ProcRSS(1 << 30); err == nil {
+		t.Error("RSS of a non-existent process")
 	}
 }

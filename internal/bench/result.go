@@ -46,6 +46,10 @@ type ServerStats struct {
 	CPUMsPer1000Ops float64 `json:"cpuMsPer1000Ops"`
 	// PeakRSSBytes is VmHWM: the peak over the process's life, setup included.
 	PeakRSSBytes uint64 `json:"peakRSSBytes"`
+	// RunPeakRSSBytes is the highest RSS sampled at every progress line and
+	// at the end of the measured period: the steady state, without the
+	// setup's burst (a fleet registering at once).
+	RunPeakRSSBytes uint64 `json:"runPeakRSSBytes"`
 }
 
 // newResult builds a result from the recorder's totals.
@@ -95,8 +99,8 @@ func (r Result) String() string {
 		b.WriteString(", interrupted")
 	}
 	if s := r.Server; s != nil {
-		fmt.Fprintf(&b, "; server pid %d: CPU %.2fs (%.1f CPU-ms per 1000 ops), peak RSS %.1f MiB",
-			s.PID, s.CPUSeconds, s.CPUMsPer1000Ops, float64(s.PeakRSSBytes)/(1<<20))
+		fmt.Fprintf(&b, "; server pid %d: CPU %.2fs (%.1f CPU-ms per 1000 ops), peak RSS %.1f MiB (measured period %.1f MiB)",
+			s.PID, s.CPUSeconds, s.CPUMsPer1000Ops, float64(s.PeakRSSBytes)/(1<<20), float64(s.RunPeakRSSBytes)/(1<<20))
 	}
 	return b.String()
 }

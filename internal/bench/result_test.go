@@ -32,11 +32,11 @@ func TestResultString(t *testing.T) {
 		Workload: "max: 64 clients over 1000 leases", ElapsedSeconds: 30.02, Ops: 360000, Throughput: 11992.3,
 		P50Ms: 4.2, P90Ms: 7.5, P99Ms: 12.25, MaxMs: 40.5,
 		Errors: map[string]uint64{"timeout": 1, KindConflict: 2}, ErrorsTotal: 3,
-		Server: &ServerStats{PID: 77, CPUSeconds: 25.5, CPUMsPer1000Ops: 70.83, PeakRSSBytes: 300 << 20},
+		Server: &ServerStats{PID: 77, CPUSeconds: 25.5, CPUMsPer1000Ops: 70.83, PeakRSSBytes: 300 << 20, RunPeakRSSBytes: 250 << 20},
 	}
 	want := "max: 64 clients over 1000 leases: 360000 ops in 30.0s, 11992 ops/s, " +
 		"latency p50 4.20ms p90 7.50ms p99 12.25ms max 40.50ms, errors 3 (conflict 2, timeout 1); " +
-		"server pid 77: CPU 25.50s (70.8 CPU-ms per 1000 ops), peak RSS 300.0 MiB"
+		"server pid 77: CPU 25.50s (70.8 CPU-ms per 1000 ops), peak RSS 300.0 MiB (measured period 250.0 MiB)"
 	if got := res.String(); got != want {
 		t.Errorf("String() =\n%s\nwant\n%s", got, want)
 	}

@@ -78,6 +78,9 @@ func Run(ctx context.Context, cfg Config, w Workload) (Result, error) {
 		select {
 		case now := <-ticker.C:
 			progress.line(now, rec.Flush())
+			if server != nil {
+				server.sampleRSS()
+			}
 		case <-end.C:
 			close(stop)
 			runErr, finished = <-done, true
@@ -113,6 +116,16 @@ func Run(ctx context.Context, cfg Config, w Workload) (Result, error) {
 type serverSampler struct {
 	pid      int
 	cpuStart time.Duration
+	// runPeak is the highest RSS sampled so far in the measured period.
+	runPeak uint64
+}
+
+// sampleRSS takes one RSS sample. A failed read (the process gone) is
+// reported by finish, which reads the process again.
+func (s *serverSampler) sampleRSS() {
+	if rss, err := ProcRSS(s.pid); err == nil {
+		s.runPeak = max(s.runPeak, rss)
+	}
 }
 
 func startServerSampler(pid int) (*serverSampler, error) {
@@ -128,12 +141,14 @@ func (s *serverSampler) finish(ops uint64) (ServerStats, error) {
 	if err != nil {
 		return ServerStats{}, fmt.Errorf("server process after the run: %w", err)
 	}
+	// The last sample before VmHWM, which is never below an earlier RSS.
+	s.sampleRSS()
 	rss, err := ProcPeakRSS(s.pid)
 	if err != nil {
 		return ServerStats{}, fmt.Errorf("server process after the run: %w", err)
 	}
 	used := cpu - s.cpuStart
-	st := ServerStats{PID: s.pid, CPUSeconds: used.Seconds(), PeakRSSBytes: rss}
+	st := ServerStats{PID: s.pid, CPUSeconds: used.Seconds(), PeakRSSBytes: rss, RunPeakRSSBytes: s.runPeak}
 	if ops > 0 {
 		st.CPUMsPer1000Ops = ms(used) * 1000 / float64(ops)
 	}

@@ -117,6 +117,9 @@ func TestRunReportsServerStats(t *testing.T) {
 	if res.Server == nil || res.Server.PID != cfg.ServerPID || res.Server.PeakRSSBytes == 0 || res.Server.CPUSeconds < 0 {
 		t.Fatalf("server stats %+v", res.Server)
 	}
+	if s := res.Server; s.RunPeakRSSBytes == 0 || s.RunPeakRSSBytes > s.PeakRSSBytes {
+		t.Errorf("measured-period RSS %d bytes: want sampled, and at most the lifetime peak %d", s.RunPeakRSSBytes, s.PeakRSSBytes)
+	}
 	if !strings.Contains(res.String(), "peak RSS") {
 		t.Errorf("final line lacks server stats: %s", res)
 	}
