@@ -30,20 +30,22 @@ type decoded struct {
 // key's current object (as of before the batch) to share unchanged parts with.
 func (c *Cache) decode(evs []storage.Event) []decoded {
 	out := make([]decoded, len(evs))
-	states := make([]entry, len(evs))
+	var cold []coldPlace // decoded once the lock is released; none for renewals
 	c.mu.RLock()
 	for i, ev := range evs {
-		if e, ok := c.objects[ev.Key]; ok {
-			states[i] = *e
+		out[i].ev = ev
+		if e := c.objects[ev.Key]; e != nil {
+			out[i].prev, out[i].prevRev = e.obj, e.modRev
+			if e.obj == nil {
+				cold = append(cold, coldPlace{at: i, st: *e})
+			}
 		}
 	}
 	c.mu.RUnlock()
+	for _, p := range cold {
+		out[p.at].prev, _ = c.resolve(p.st)
+	}
 	for i, ev := range evs {
-		out[i].ev = ev
-		if st := states[i]; st.key != "" {
-			out[i].prev, _ = c.resolve(st)
-			out[i].prevRev = st.modRev
-		}
 		if ev.Type != storage.EventPut {
 			continue
 		}

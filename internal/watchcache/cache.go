@@ -217,15 +217,8 @@ func (c *Cache) WaitForRevision(ctx context.Context, rev int64) error {
 // it before changing it (a cold entry's is decoded for this call alone).
 func (c *Cache) Get(key string) (runtime.Object, bool) {
 	c.mu.RLock()
-	e, ok := c.objects[key]
-	var st entry
-	if ok {
-		st = *e
-	}
+	st := copyOf(c.objects[key])
 	c.mu.RUnlock()
-	if !ok {
-		return nil, false
-	}
 	return c.resolve(st)
 }
 
@@ -236,16 +229,18 @@ func (c *Cache) GetUnder(prefix, name string) (runtime.Object, bool) {
 	var buf [128]byte
 	key := append(append(buf[:0], prefix...), name...)
 	c.mu.RLock()
-	e, ok := c.objects[string(key)]
-	var st entry
-	if ok {
-		st = *e
-	}
+	st := copyOf(c.objects[string(key)])
 	c.mu.RUnlock()
-	if !ok {
-		return nil, false
-	}
 	return c.resolve(st)
+}
+
+// copyOf is *e, or the zero entry (which resolves to nothing) if e is nil.
+// The caller holds c.mu.
+func copyOf(e *entry) entry {
+	if e == nil {
+		return entry{}
+	}
+	return *e
 }
 
 // List returns the current objects whose key starts with prefix and that pred
@@ -295,8 +290,8 @@ func (c *Cache) List(prefix string, pred func(runtime.Object) bool) ([]runtime.O
 	return kept, rev
 }
 
-// coldPlace is a cold entry List decodes once the lock is released, and
-// its place in the result.
+// coldPlace is a cold entry to decode once the lock is released, and its
+// place in the result.
 type coldPlace struct {
 	at int
 	st entry

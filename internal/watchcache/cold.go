@@ -78,7 +78,8 @@ func (s *coldStore) className(key string) string {
 }
 
 // classFor returns the index of key's class, creating the class with stored
-// as its dictionary when it is new; false when no further class fits.
+// as its dictionary when it is new; errTooManyClasses when no further class
+// fits.
 func (s *coldStore) classFor(key string, stored []byte) (int, error) {
 	name := s.className(key)
 	s.mu.Lock()

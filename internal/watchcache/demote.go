@@ -99,7 +99,6 @@ func (c *Cache) freezeUpTo(ctx context.Context, mark int64, scratch *[]byte) int
 		}
 		c.mu.Unlock()
 	}
-	clear(batch[:cap(batch)])
 	return n
 }
 
@@ -113,11 +112,15 @@ func (c *Cache) freeze(key string, obj runtime.Object, scratch *[]byte) ([]byte,
 }
 
 // resolve returns the object of an entry copied under the lock, decoding it
-// if it is cold. A cold value that does not decode (never expected: the cache
-// encoded it itself) is logged and reported missing.
+// if it is cold; nothing for the zero entry (see copyOf). A cold value that
+// does not decode (never expected: the cache encoded it itself) is logged
+// and reported missing.
 func (c *Cache) resolve(st entry) (runtime.Object, bool) {
 	if st.obj != nil {
 		return st.obj, true
+	}
+	if st.cold == nil {
+		return nil, false
 	}
 	obj, err := c.cold.thaw(st.cold, func(stored []byte) (runtime.Object, error) {
 		return c.opts.Decode(st.key, stored, st.modRev, nil)

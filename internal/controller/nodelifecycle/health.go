@@ -3,6 +3,7 @@ package nodelifecycle
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -192,7 +193,9 @@ func (c *Controller) assessHealth(v *nodeView, full *corev1.Node, u *healthUpdat
 		}
 	}
 	marked := full.DeepCopy()
-	marked.ResourceVersion = v.resourceVersion
+	if v.revision >= 0 {
+		marked.ResourceVersion = strconv.FormatInt(v.revision, 10)
+	}
 	markUnknown(marked, metav1.NewTime(now))
 	u.current = readyCondition(&marked.Status)
 	if equality.Semantic.DeepEqual(u.current, &u.observed) {

@@ -16,11 +16,11 @@ import (
 // compactly (or dropped) by whoever stores it. A node that has to be
 // written is read whole at that moment (see assessHealth).
 type nodeView struct {
-	name            string
-	uid             types.UID
-	resourceVersion string
-	// revision is resourceVersion as a number (-1 if it is not one): what
-	// the next pass compares with the store's revision of the node.
+	name string
+	uid  types.UID
+	// revision is the node's resourceVersion as a number (-1 if it is not
+	// one): what the next pass compares with the store's revision of the
+	// node, and what a status write is conditioned on.
 	revision int64
 	created  metav1.Time
 	// zone is zoneKey of the node; excluded says it carries
@@ -39,14 +39,13 @@ type nodeView struct {
 // viewOf returns the view of n. It shares n's taints and strings, not n.
 func viewOf(n *corev1.Node) *nodeView {
 	v := &nodeView{
-		name:            n.Name,
-		uid:             n.UID,
-		resourceVersion: n.ResourceVersion,
-		revision:        -1,
-		created:         n.CreationTimestamp,
-		zone:            zoneKey(n),
-		taints:          n.Spec.Taints,
-		noSchedule:      wantedNoSchedule(n),
+		name:       n.Name,
+		uid:        n.UID,
+		revision:   -1,
+		created:    n.CreationTimestamp,
+		zone:       zoneKey(n),
+		taints:     n.Spec.Taints,
+		noSchedule: wantedNoSchedule(n),
 	}
 	if rev, err := strconv.ParseInt(n.ResourceVersion, 10, 64); err == nil {
 		v.revision = rev
