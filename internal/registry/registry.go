@@ -114,6 +114,27 @@ func (r *Resource) Key(namespace, name string) string {
 	return "/registry/" + r.StorageResource + "/" + name
 }
 
+// IsKey tells whether key is Key(namespace, name), without building it:
+// callers that hold a key from before can tell it is still the right one
+// for the price of a comparison.
+func (r *Resource) IsKey(key, namespace, name string) bool {
+	rest, ok := strings.CutPrefix(key, "/registry/")
+	if !ok {
+		return false
+	}
+	if rest, ok = strings.CutPrefix(rest, r.StorageResource); !ok || !strings.HasPrefix(rest, "/") {
+		return false
+	}
+	rest = rest[1:]
+	if r.Namespaced {
+		if rest, ok = strings.CutPrefix(rest, namespace); !ok || !strings.HasPrefix(rest, "/") {
+			return false
+		}
+		rest = rest[1:]
+	}
+	return rest == name
+}
+
 // NamespaceAndNameFromKey splits a storage key of this resource back into its parts.
 func (r *Resource) NamespaceAndNameFromKey(key string) (namespace, name string, err error) {
 	rest, ok := strings.CutPrefix(key, r.KeyPrefix(""))

@@ -12,14 +12,14 @@ func TestGraphSolidOnlyForTheCurrentSettledOwner(t *testing.T) {
 	if g.solid(key, "u1") {
 		t.Fatal("an unknown key is solid")
 	}
-	g.set(key, &node{uid: "u1"})
+	g.set(key, node{uid: "u1"})
 	if !g.solid(key, "u1") {
 		t.Fatal("the owner with the referenced uid is not solid")
 	}
 	if g.solid(key, "u0") {
 		t.Fatal("a predecessor's uid is solid")
 	}
-	g.set(key, &node{uid: "u1", deletingDependents: true})
+	g.set(key, node{uid: "u1", deletingDependents: true})
 	if g.solid(key, "u1") {
 		t.Fatal("an owner waiting for its dependents is solid")
 	}

@@ -2,6 +2,7 @@ package garbagecollector
 
 import (
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,36 +25,25 @@ func (gc *GarbageCollector) observe(ev watchcache.Event, enqueue func(string)) e
 		return fmt.Errorf("reading metadata of %s: %w", ev.Key, err)
 	}
 	if ev.Type == watch.Deleted {
-		old := gc.graph.remove(ev.Key)
+		old, ok := gc.graph.remove(ev.Key)
 		gc.forgetWarned(acc.GetUID())
 		// Every dependent may now be dangling, and owners waiting in
 		// foreground deletion may have lost a blocking dependent.
 		for dep := range gc.graph.dependentsOf(ev.Key) {
 			enqueue(dep)
 		}
-		if old != nil {
+		if ok {
 			gc.recheckWaitingOwners(old.owners, nil, enqueue)
 		}
 		return nil
 	}
 
-	n := &node{uid: acc.GetUID(), deletingDependents: isDeletingDependents(acc)}
+	n := node{uid: acc.GetUID(), deletingDependents: isDeletingDependents(acc)}
 	attention := n.deletingDependents || (acc.GetDeletionTimestamp() != nil && hasFinalizer(acc, metav1.FinalizerOrphanDependents))
-	for _, ref := range acc.GetOwnerReferences() {
-		_, key, resolved, invalid := gc.res.ownerKey(ref, res.Namespaced, acc.GetNamespace())
-		if invalid {
-			attention = true // to report it
-		}
-		if !resolved {
-			continue
-		}
-		n.owners = append(n.owners, edge{owner: key, uid: ref.UID})
-		if !attention && !gc.ownerLooksSolid(key, ref.UID) {
-			attention = true
-		}
-	}
-	old := gc.graph.set(ev.Key, n)
-	if old != nil && old.uid != n.uid {
+	known, _ := gc.graph.get(ev.Key)
+	n.owners, attention = gc.resolveOwners(acc, res.Namespaced, known.owners, attention)
+	old, ok := gc.graph.set(ev.Key, n)
+	if ok && old.uid != n.uid {
 		// The key holds a new object: the old one is gone.
 		gc.forgetWarned(old.uid)
 	}
@@ -67,12 +57,51 @@ func (gc *GarbageCollector) observe(ev watchcache.Event, enqueue func(string)) e
 			enqueue(dep)
 		}
 	}
-	var before []edge
-	if old != nil {
-		before = old.owners
-	}
-	gc.recheckWaitingOwners(before, n.owners, enqueue)
+	gc.recheckWaitingOwners(old.owners, n.owners, enqueue)
 	return nil
+}
+
+// resolveOwners returns the edges of dep's owner references, and whether
+// attention or any reference calls for a worker's look: one is invalid, or
+// its owner does not look solid. known are the edges the graph holds for
+// dep; when the references resolve to the same edges, known itself is
+// returned, so that observing a lease renewal allocates nothing here.
+func (gc *GarbageCollector) resolveOwners(dep metav1.Object, depNamespaced bool, known []edge, attention bool) ([]edge, bool) {
+	refs := dep.GetOwnerReferences()
+	var owners []edge // nil while the edges so far are known[:n]
+	n := 0
+	for _, ref := range refs {
+		res, ns, resolved, invalid := gc.res.resolveOwner(ref, depNamespaced, dep.GetNamespace())
+		if invalid {
+			attention = true // to report it
+		}
+		if !resolved {
+			continue
+		}
+		var e edge
+		if owners == nil && n < len(known) && known[n].uid == ref.UID && res.IsKey(known[n].owner, ns, ref.Name) {
+			e = known[n]
+		} else {
+			if owners == nil {
+				owners = append(make([]edge, 0, len(refs)), known[:n]...)
+			}
+			e = edge{owner: res.Key(ns, ref.Name), uid: ref.UID}
+			owners = append(owners, e)
+		}
+		n++
+		if !attention && !gc.ownerLooksSolid(e.owner, e.uid) {
+			attention = true
+		}
+	}
+	switch {
+	case owners != nil:
+		return owners, attention
+	case n == len(known):
+		return known, attention
+	case n == 0:
+		return nil, attention
+	}
+	return slices.Clone(known[:n]), attention
 }
 
 // recheckWaitingOwners enqueues the owners, among a dependent's previous and

@@ -65,16 +65,26 @@ func (r *resources) forRef(ref metav1.OwnerReference) (*registry.Resource, bool)
 // false when the owner cannot be looked up: its kind is not served, or a
 // cluster-scoped dependent names a namespaced owner kind (invalid=true).
 func (r *resources) ownerKey(ref metav1.OwnerReference, depNamespaced bool, depNamespace string) (res *registry.Resource, key string, ok, invalid bool) {
+	res, ns, ok, invalid := r.resolveOwner(ref, depNamespaced, depNamespace)
+	if !ok {
+		return res, "", false, invalid
+	}
+	return res, res.Key(ns, ref.Name), true, false
+}
+
+// resolveOwner is ownerKey without building the key: the owner's resource
+// and the namespace it is looked up in ("" for a cluster-scoped owner).
+func (r *resources) resolveOwner(ref metav1.OwnerReference, depNamespaced bool, depNamespace string) (res *registry.Resource, namespace string, ok, invalid bool) {
 	res, found := r.forRef(ref)
 	if !found {
 		return nil, "", false, false
 	}
 	if !res.Namespaced {
-		return res, res.Key("", ref.Name), true, false
+		return res, "", true, false
 	}
 	if !depNamespaced {
 		return res, "", false, true
 	}
 	// A namespaced owner is always looked up in the dependent's namespace.
-	return res, res.Key(depNamespace, ref.Name), true, false
+	return res, depNamespace, true, false
 }
