@@ -13,7 +13,8 @@ import (
 // driven on a fake clock.
 type cluster interface {
 	// nodes lists the views of the current nodes. A view may be handed out
-	// again by a later call while its node is unchanged: never change one.
+	// again by a later call while its node is unchanged: never change one
+	// (the view cache alone writes its listed mark).
 	nodes() []*nodeView
 	// node returns one current node, shared, or false if there is none.
 	node(name string) (*corev1.Node, bool)

@@ -24,7 +24,11 @@ func TestZoneState(t *testing.T) {
 		{[]*corev1.NodeCondition{un, un, un, tr, tr, tr}, zoneNormal},        // 3/6 = 0.5
 	}
 	for i, tc := range cases {
-		if got := c.computeZoneState(tc.conds); got != tc.want {
+		var z zoneCounts
+		for _, cond := range tc.conds {
+			z = z.add(cond)
+		}
+		if got := c.computeZoneState(z); got != tc.want {
 			t.Errorf("case %d: %s, want %s", i, got, tc.want)
 		}
 	}

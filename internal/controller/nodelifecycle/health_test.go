@@ -351,3 +351,74 @@ func TestHealthKeepsNoSupersededObjects(t *testing.T) {
 	step(ctx, m, c, 45*time.Second)
 	wantCondition(t, m.get("n1"), corev1.NodeReady, corev1.ConditionTrue, "Agent", "posted")
 }
+
+// A pass assesses nodes in chunks of monitorChunk: silent nodes at either
+// end of a chunk are marked and tainted, and every other node is left
+// alone, as with a pass in one piece.
+func TestMonitorAcrossChunks(t *testing.T) {
+	ctx := context.Background()
+	m := newMemCluster(t, t0)
+	total := 2*monitorChunk + 3
+	silent := map[string]bool{}
+	for i := range total {
+		name := fmt.Sprintf("n%05d", i)
+		m.addNode(name, "", corev1.ConditionTrue)
+		m.renew(name, t0)
+		if i == 0 || i == monitorChunk-1 || i == monitorChunk || i == total-1 {
+			silent[name] = true
+		}
+	}
+	c := m.controller(Config{})
+	c.monitor(ctx)
+	for range 11 {
+		m.clock.Step(5 * time.Second)
+		for name := range m.objs {
+			if !silent[name] {
+				m.renew(name, m.clock.Now())
+			}
+		}
+		c.monitor(ctx)
+	}
+	for name := range m.objs {
+		want := corev1.ConditionTrue
+		if silent[name] {
+			want = corev1.ConditionUnknown
+		}
+		if got := condition(&m.get(name).Status, corev1.NodeReady).Status; got != want {
+			t.Errorf("%s: Ready %s, want %s", name, got, want)
+		}
+		if tainted := slices.Contains(m.taintKeysOf(name), unreachableNoSchedule); tainted != silent[name] {
+			t.Errorf("%s: taints %v", name, m.taintKeysOf(name))
+		}
+	}
+	if got := len(m.eventsWith("NodeNotReady")); got != len(silent) {
+		t.Errorf("%d NodeNotReady events, want %d", got, len(silent))
+	}
+}
+
+// The view cache keeps exactly the listed nodes: a deleted node's view is
+// dropped, an unchanged node's view is handed out again, and a changed
+// node gets a new one.
+func TestViewCacheKeepsOnlyListedNodes(t *testing.T) {
+	m := newMemCluster(t, t0)
+	for _, n := range []string{"a", "b", "c"} {
+		m.addNode(n, "", corev1.ConditionTrue)
+	}
+	byName := func(views []*nodeView) map[string]*nodeView {
+		out := map[string]*nodeView{}
+		for _, v := range views {
+			out[v.name] = v
+		}
+		return out
+	}
+	first := byName(m.nodes())
+	delete(m.objs, "b")
+	m.postStatus("c", corev1.ConditionFalse)
+	second := byName(m.nodes())
+	if len(second) != 2 || second["a"] != first["a"] || second["c"] == first["c"] {
+		t.Fatalf("views %v after %v", second, first)
+	}
+	if _, ok := m.views.views["b"]; ok || len(m.views.views) != 2 {
+		t.Errorf("cached views %v, want a and c", m.views.views)
+	}
+}

@@ -34,6 +34,9 @@ type nodeView struct {
 	noSchedule []string
 	// taints are the node's taints, shared with the object: read-only.
 	taints []corev1.Taint
+	// listed is the viewCache refresh that last listed the node, which
+	// keeps the view cached; the one field a pass writes.
+	listed uint64
 }
 
 // viewOf returns the view of n. It shares n's taints and strings, not n.
@@ -86,29 +89,43 @@ func wantedNoSchedule(n *corev1.Node) []string {
 // viewCache holds the views a pass was given, by node name, so that the next
 // pass rebuilds only the views of nodes whose resourceVersion changed: in a
 // steady fleet almost none, where building every view anew cost two
-// allocations per node per pass.
-type viewCache map[string]*nodeView
+// allocations per node per pass. The zero value is empty and ready.
+type viewCache struct {
+	views map[string]*nodeView
+	pass  uint64
+}
 
 // refresh returns the views of the nodes revs yields (name and store
 // revision), in its order, and keeps them (and only them) for the next call.
 // It reads a node with get only when its revision is not the view's: the
 // store may keep unchanged nodes compactly, and decoding every node on every
-// pass is what the views exist to avoid.
+// pass is what the views exist to avoid. The map is updated in place: a new
+// one every pass was 6 MB of garbage per pass at 100,000 nodes.
 func (vc *viewCache) refresh(revs iter.Seq2[string, int64], get func(name string) (*corev1.Node, bool), sizeHint int) []*nodeView {
+	if vc.views == nil {
+		vc.views = make(map[string]*nodeView, sizeHint)
+	}
+	vc.pass++
 	out := make([]*nodeView, 0, sizeHint)
-	next := make(viewCache, sizeHint)
 	for name, rev := range revs {
-		v := (*vc)[name]
+		v := vc.views[name]
 		if v == nil || v.revision != rev {
 			n, ok := get(name)
 			if !ok {
 				continue // deleted since it was listed
 			}
 			v = viewOf(n)
+			vc.views[name] = v
 		}
-		next[name] = v
+		v.listed = vc.pass
 		out = append(out, v)
 	}
-	*vc = next
+	if len(vc.views) > len(out) {
+		for name, v := range vc.views {
+			if v.listed != vc.pass {
+				delete(vc.views, name)
+			}
+		}
+	}
 	return out
 }

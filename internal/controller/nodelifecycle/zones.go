@@ -37,21 +37,28 @@ func zoneKey(n *corev1.Node) string {
 	return region + ":\x00:" + zone
 }
 
-// computeZoneState judges a zone from its nodes' Ready conditions (nil for a
-// node with none, which counts as not ready).
-func (c *Controller) computeZoneState(conds []*corev1.NodeCondition) zoneState {
-	ready, notReady := 0, 0
-	for _, cond := range conds {
-		if cond != nil && cond.Status == corev1.ConditionTrue {
-			ready++
-		} else {
-			notReady++
-		}
+// zoneCounts are a zone's nodes by their Ready condition this pass.
+type zoneCounts struct{ ready, notReady int }
+
+// add counts one more node, whose Ready condition is cond (nil for a node
+// with none, which counts as not ready).
+func (z zoneCounts) add(cond *corev1.NodeCondition) zoneCounts {
+	if cond != nil && cond.Status == corev1.ConditionTrue {
+		z.ready++
+	} else {
+		z.notReady++
 	}
+	return z
+}
+
+func (z zoneCounts) size() int { return z.ready + z.notReady }
+
+// computeZoneState judges a zone from its nodes' Ready conditions.
+func (c *Controller) computeZoneState(z zoneCounts) zoneState {
 	switch {
-	case ready == 0 && notReady > 0:
+	case z.ready == 0 && z.notReady > 0:
 		return zoneFullDisruption
-	case notReady > 2 && float64(notReady)/float64(ready+notReady) >= c.cfg.UnhealthyZoneThreshold:
+	case z.notReady > 2 && float64(z.notReady)/float64(z.size()) >= c.cfg.UnhealthyZoneThreshold:
 		return zonePartialDisruption
 	default:
 		return zoneNormal
@@ -73,15 +80,15 @@ func (c *Controller) zoneRate(s zoneState, size int) float64 {
 	}
 }
 
-// handleDisruption updates the zone states from this pass's Ready
-// conditions, switching the tainting rates, and enters or leaves the
+// handleDisruption updates the zone states from this pass's counts of
+// Ready nodes, switching the tainting rates, and enters or leaves the
 // all-zones-down mode (where nothing is tainted NoExecute). nodes are the
 // nodes of this pass.
-func (c *Controller) handleDisruption(ctx context.Context, zoneConds map[string][]*corev1.NodeCondition, nodes []*nodeView) {
+func (c *Controller) handleDisruption(ctx context.Context, zones map[string]zoneCounts, nodes []*nodeView) {
 	newStates := map[string]zoneState{}
 	allAreFull := true
-	for zone, conds := range zoneConds {
-		s := c.computeZoneState(conds)
+	for zone, counts := range zones {
+		s := c.computeZoneState(counts)
 		newStates[zone] = s
 		if s != zoneFullDisruption {
 			allAreFull = false
@@ -92,7 +99,7 @@ func (c *Controller) handleDisruption(ctx context.Context, zoneConds map[string]
 	}
 	allWereFull := true
 	for zone, s := range c.zoneStates {
-		if _, ok := zoneConds[zone]; !ok {
+		if _, ok := zones[zone]; !ok {
 			delete(c.zoneStates, zone)
 			continue
 		}
@@ -105,7 +112,7 @@ func (c *Controller) handleDisruption(ctx context.Context, zoneConds map[string]
 	}
 
 	if allAreFull {
-		c.log.Info("Controller detected that all Nodes are not-Ready. Entering master disruption mode", "zones", len(zoneConds))
+		c.log.Info("Controller detected that all Nodes are not-Ready. Entering master disruption mode", "zones", len(zones))
 		for _, v := range nodes {
 			c.markReachable(ctx, v)
 		}
@@ -125,7 +132,7 @@ func (c *Controller) handleDisruption(ctx context.Context, zoneConds map[string]
 			}
 		}
 		for zone := range c.zoneStates {
-			c.queue(zone).setRate(c.zoneRate(newStates[zone], len(zoneConds[zone])))
+			c.queue(zone).setRate(c.zoneRate(newStates[zone], zones[zone].size()))
 			c.zoneStates[zone] = newStates[zone]
 		}
 		return
@@ -136,7 +143,7 @@ func (c *Controller) handleDisruption(ctx context.Context, zoneConds map[string]
 			continue
 		}
 		c.log.Info("Controller detected that zone is now in new state", "zone", zone, "newState", string(s))
-		c.queue(zone).setRate(c.zoneRate(s, len(zoneConds[zone])))
+		c.queue(zone).setRate(c.zoneRate(s, zones[zone].size()))
 		c.zoneStates[zone] = s
 	}
 }
