@@ -20,6 +20,12 @@
 // is equal at the same place: with 100,000 leases the table's lookups miss
 // the CPU caches, and a renewal repeats nearly every string.
 //
+// Two exceptions: uids (types.UID) are only ever taken from a previous
+// version, never from the table, since each names one object and the table
+// would hold an entry (and a weak pointer) for every object while sharing
+// almost none; and every *bool is pointed at the table's own true or false,
+// one heap object fewer per optional bool.
+//
 // Invariants: interning never changes an object's value (it stays
 // DeepEqual), only where its bytes live. A []byte is replaced by one that
 // aliases a canonical string, so an interned object must never be written

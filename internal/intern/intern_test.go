@@ -345,6 +345,8 @@ func BenchmarkLeaseVersion(b *testing.B) {
 // shapes holds every kind of place a walk reaches, a recursive type
 // included, so that each plan is exercised on values whose addresses differ
 // from the struct's start.
+type named string
+
 type shapes struct {
 	n        int64
 	Name     string
@@ -354,7 +356,9 @@ type shapes struct {
 	Kids     []*shapes
 	ByKey    map[string]shapes
 	Raw      []byte
-	Named    types.UID
+	Named    named
+	UID      types.UID
+	Flag     *bool
 	Empty    [0]string
 	Optional *shapes
 }
@@ -368,8 +372,8 @@ func TestWalkReachesEveryShape(t *testing.T) {
 			Ptrs:  []*string{&a, nil, &b},
 			Kids:  []*shapes{{Name: fresh("kid"), Kids: []*shapes{{Name: fresh("grandkid")}}}, nil},
 			ByKey: map[string]shapes{fresh("key"): {Name: fresh("in-map"), Arr: [2]string{fresh("x"), ""}}},
-			Raw:   []byte(fresh("raw-bytes")), Named: types.UID(fresh("uid")),
-			Optional: &shapes{Name: fresh("optional")},
+			Raw:   []byte(fresh("raw-bytes")), Named: named(fresh("named")), UID: types.UID(fresh("uid")),
+			Flag: new(true), Optional: &shapes{Name: fresh("optional")},
 		}
 	}
 	tab := New()
@@ -400,12 +404,18 @@ func TestWalkReachesEveryShape(t *testing.T) {
 	if sameData(first.hidden, second.hidden) {
 		t.Error("an unexported field was interned")
 	}
+	if sameData(string(first.UID), string(second.UID)) {
+		t.Error("a uid went through the table")
+	}
+	if first.Flag != second.Flag || !*first.Flag {
+		t.Error("a *bool is not the canonical one")
+	}
 	// Taken from like where like has the same place, and only there.
 	third, like := build(), build()
 	like.Kids = like.Kids[:1]
 	like.Kids[0].Kids = nil
 	tab.ObjectLike(third, like)
-	if !sameData(third.Arr[0], like.Arr[0]) || !sameData(*third.Ptrs[0], *like.Ptrs[0]) || !sameData(third.Kids[0].Name, like.Kids[0].Name) {
+	if !sameData(third.Arr[0], like.Arr[0]) || !sameData(*third.Ptrs[0], *like.Ptrs[0]) || !sameData(third.Kids[0].Name, like.Kids[0].Name) || !sameData(string(third.UID), string(like.UID)) {
 		t.Error("equal values not taken from like")
 	}
 	if !sameData(third.Kids[0].Kids[0].Name, first.Kids[0].Kids[0].Name) {

@@ -28,6 +28,9 @@ type Table struct {
 	// sweepAt is the entry count that triggers the next sweep.
 	sweepAt int
 	plans   map[reflect.Type]walkFunc
+	// bools are the canonical false and true every interned *bool points
+	// at; nothing writes them (interned objects are never written).
+	bools [2]bool
 }
 
 // canonical is one canonical string, held weakly: its bytes are the first
@@ -54,6 +57,7 @@ func New() *Table {
 		more:    make(map[uint64][]canonical),
 		sweepAt: minSweep,
 		plans:   make(map[reflect.Type]walkFunc),
+		bools:   [2]bool{false, true},
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"slices"
 	"unsafe"
+
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // walkFunc interns what the value of its plan's type at p holds. like points
@@ -73,9 +75,15 @@ func (t *Table) planLocked(typ reflect.Type) walkFunc {
 	return built
 }
 
+// uidType is left out of the table: see takeFromLike.
+var uidType = reflect.TypeFor[types.UID]()
+
 func (t *Table) buildLocked(typ reflect.Type) walkFunc {
 	switch typ.Kind() {
 	case reflect.String:
+		if typ == uidType {
+			return takeFromLike
+		}
 		return internString
 	case reflect.Slice:
 		if typ.Elem().Kind() == reflect.Uint8 {
@@ -85,6 +93,9 @@ func (t *Table) buildLocked(typ reflect.Type) walkFunc {
 	case reflect.Array:
 		return t.arrayLocked(typ)
 	case reflect.Pointer:
+		if typ.Elem().Kind() == reflect.Bool {
+			return canonicalBool
+		}
 		elem := t.planLocked(typ.Elem())
 		if elem == nil {
 			return nil
@@ -218,6 +229,34 @@ func internStringMap(t *Table, p, _ unsafe.Pointer) {
 	m := *(*map[string]string)(p)
 	for k, val := range m {
 		m[t.stringLocked(k)] = t.stringLocked(val)
+	}
+}
+
+// takeFromLike replaces the string at p by like's when they are equal, and
+// leaves it alone otherwise. It is the walk for uids: a uid names one
+// object, so the table could only share it between an object and the
+// references to it, while it would hold an entry (and a weak pointer) for
+// every object cached.
+func takeFromLike(_ *Table, p, like unsafe.Pointer) {
+	if like == nil {
+		return
+	}
+	if s, l := (*string)(p), *(*string)(like); *s == l {
+		*s = l
+	}
+}
+
+// canonicalBool points the *bool at p at the table's own true or false: an
+// optional bool (an owner reference's controller and blockOwnerDeletion) is
+// otherwise a heap object of its own in every object.
+func canonicalBool(t *Table, p, _ unsafe.Pointer) {
+	b := (**bool)(p)
+	switch {
+	case *b == nil:
+	case **b:
+		*b = &t.bools[1]
+	default:
+		*b = &t.bools[0]
 	}
 }
 
