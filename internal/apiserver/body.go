@@ -18,6 +18,12 @@ import (
 
 // readBody reads a request body of at most MaxRequestBodyBytes.
 func readBody(r *http.Request) ([]byte, error) {
+	return readBodyInto(r, nil)
+}
+
+// readBodyInto is readBody reading into buf's memory when the body fits
+// (see bodyBuffers).
+func readBodyInto(r *http.Request, buf []byte) ([]byte, error) {
 	if r.ContentLength > MaxRequestBodyBytes {
 		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", MaxRequestBodyBytes))
 	}
@@ -26,7 +32,7 @@ func readBody(r *http.Request) ([]byte, error) {
 		err  error
 	)
 	if r.ContentLength > 0 {
-		body, err = readAnnounced(r.Body, int(r.ContentLength))
+		body, err = readAnnounced(r.Body, int(r.ContentLength), buf)
 	} else {
 		body, err = io.ReadAll(io.LimitReader(r.Body, MaxRequestBodyBytes+1))
 	}
@@ -43,8 +49,12 @@ func readBody(r *http.Request) ([]byte, error) {
 // exactly n bytes (a renewal's body is a few hundred), then reads on to the
 // end so that a body longer than announced is still read whole (and
 // judged against the limit by the caller).
-func readAnnounced(body io.Reader, n int) ([]byte, error) {
-	buf := make([]byte, n)
+func readAnnounced(body io.Reader, n int, buf []byte) ([]byte, error) {
+	if cap(buf) >= n {
+		buf = buf[:n]
+	} else {
+		buf = make([]byte, n)
+	}
 	if _, err := io.ReadFull(body, buf); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			err = fmt.Errorf("body shorter than its Content-Length of %d bytes: %w", n, err)

@@ -71,8 +71,10 @@ type Server struct {
 	// fieldSets and accepts memoize per-request parsing that repeats.
 	fieldSets *boundedCache[*fieldpath.Set]
 	accepts   *boundedCache[[]acceptItem]
-	// encodeBufs recycles response encoding memory.
+	// encodeBufs recycles response encoding memory, bodies the memory of
+	// write request bodies.
 	encodeBufs encodeBuffers
+	bodies     bodyBuffers
 	logger     *slog.Logger
 	now        func() time.Time
 }

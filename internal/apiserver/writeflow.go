@@ -37,11 +37,13 @@ func (s *Server) readWriteRequest(r *http.Request, res *registry.Resource) (writ
 	if err != nil {
 		return wr, err
 	}
-	body, err := readBody(r)
+	buf := s.bodies.get()
+	body, err := readBodyInto(r, *buf)
 	if err != nil {
 		return wr, err
 	}
 	wr.obj, wr.warnings, err = s.decodeObject(res, si, body, wr.opts.fieldValidation)
+	s.bodies.put(buf, body)
 	return wr, err
 }
 
