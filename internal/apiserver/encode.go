@@ -3,6 +3,7 @@ package apiserver
 import (
 	"fmt"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -74,10 +75,11 @@ func decodeStored(dec runtime.Decoder, res *registry.Resource, value []byte, rev
 // The objects it returns share their repeated strings through one intern
 // table (see package intern): the cache holds every object for as long as it
 // is current or in the event window, and their copies of the same reasons,
-// labels and managedFields were a large share of its memory.
-func StorageDecoder(scheme *runtime.Scheme, resources *registry.Set) func(key string, value []byte, rev int64, prev runtime.Object) (runtime.Object, error) {
+// labels and managedFields were a large share of its memory. The API server
+// interns the objects it hands to the cache (StorageAdopter) with the same
+// table (Config.Intern).
+func StorageDecoder(scheme *runtime.Scheme, resources *registry.Set, table *intern.Table) func(key string, value []byte, rev int64, prev runtime.Object) (runtime.Object, error) {
 	_, dec := newStorageCodec(scheme)
-	table := intern.New()
 	byKey := newKeyResources(resources)
 	return func(key string, value []byte, rev int64, prev runtime.Object) (runtime.Object, error) {
 		res, err := byKey.lookup(key)
@@ -92,6 +94,32 @@ func StorageDecoder(scheme *runtime.Scheme, resources *registry.Set) func(key st
 		// them from it skips the table's lookups (see intern.ObjectLike).
 		table.ObjectLike(obj, prev)
 		return obj, nil
+	}
+}
+
+// StorageAdopter returns the watch cache's Adopt function: it takes over an
+// object the API server wrote (see Config.Intern), already interned, if it
+// is of the type the key's resource stores, and sets its resourceVersion and
+// kind as StorageDecoder would.
+func StorageAdopter(resources *registry.Set) func(key string, obj any, rev int64) (runtime.Object, bool) {
+	byKey := newKeyResources(resources)
+	types := map[*registry.Resource]reflect.Type{}
+	for _, r := range byKey {
+		types[r] = reflect.TypeOf(r.New())
+	}
+	return func(key string, obj any, rev int64) (runtime.Object, bool) {
+		res, err := byKey.lookup(key)
+		if err != nil || reflect.TypeOf(obj) != types[res] {
+			return nil, false
+		}
+		o := obj.(runtime.Object)
+		acc, err := meta.Accessor(o)
+		if err != nil {
+			return nil, false
+		}
+		o.GetObjectKind().SetGroupVersionKind(res.GroupVersionKind())
+		acc.SetResourceVersion(strconv.FormatInt(rev, 10))
+		return o, true
 	}
 }
 

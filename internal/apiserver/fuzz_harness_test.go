@@ -27,6 +27,7 @@ import (
 	"github.com/leasehold/leasehold/internal/apiserver"
 	"github.com/leasehold/leasehold/internal/controller/namespaces"
 	"github.com/leasehold/leasehold/internal/discovery"
+	"github.com/leasehold/leasehold/internal/intern"
 	"github.com/leasehold/leasehold/internal/openapi"
 	"github.com/leasehold/leasehold/internal/registry"
 	nsregistry "github.com/leasehold/leasehold/internal/registry/namespace"
@@ -84,9 +85,11 @@ func newFuzzServer(tb testing.TB) *fuzzServer {
 	if err != nil {
 		tb.Fatalf("openapi: %v", err)
 	}
+	table := intern.New()
 	cache := watchcache.New(store, watchcache.Options{
 		Prefix:        "/registry/",
-		Decode:        apiserver.StorageDecoder(scheme, resources),
+		Decode:        apiserver.StorageDecoder(scheme, resources, table),
+		Adopt:         apiserver.StorageAdopter(resources),
 		SameSelection: apiserver.SameSelection(resources),
 		Window:        10_000,
 		WatcherBuffer: 1000,
@@ -118,6 +121,7 @@ func newFuzzServer(tb testing.TB) *fuzzServer {
 		Scheme:        scheme,
 		Store:         store,
 		Cache:         cache,
+		Intern:        table,
 		TypeConverter: oa.TypeConverter(),
 		Authenticator: adminAuthenticator{},
 		NonResource: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/apiserver"
 	"github.com/leasehold/leasehold/internal/discovery"
+	"github.com/leasehold/leasehold/internal/intern"
 	"github.com/leasehold/leasehold/internal/openapi"
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/server"
@@ -43,6 +44,9 @@ type directHandler struct {
 	scheme  *runtime.Scheme
 	metrics *apiserver.Metrics
 	cache   *watchcache.Cache
+	store   *embedded.Store
+	// decodes counts the stored values the cache decoded.
+	decodes *atomic.Int64
 	// stopCache stops feeding the watch cache: from then on it lags the
 	// store by every later write, as it does for a while under write load.
 	stopCache func()
@@ -69,9 +73,15 @@ func newDirectHandler(b testing.TB) *directHandler {
 	if err != nil {
 		b.Fatal(err)
 	}
+	table := intern.New()
+	decode, decodes := apiserver.StorageDecoder(scheme, resources, table), &atomic.Int64{}
 	cache := watchcache.New(store, watchcache.Options{
-		Prefix:        "/registry/",
-		Decode:        apiserver.StorageDecoder(scheme, resources),
+		Prefix: "/registry/",
+		Decode: func(key string, value []byte, rev int64, prev runtime.Object) (runtime.Object, error) {
+			decodes.Add(1)
+			return decode(key, value, rev, prev)
+		},
+		Adopt:         apiserver.StorageAdopter(resources),
 		SameSelection: apiserver.SameSelection(resources),
 		Window:        100_000,
 	})
@@ -95,6 +105,7 @@ func newDirectHandler(b testing.TB) *directHandler {
 		Scheme:        scheme,
 		Store:         store,
 		Cache:         cache,
+		Intern:        table,
 		TypeConverter: oa.TypeConverter(),
 		Authenticator: trustAll{},
 		Metrics:       metrics,
@@ -102,7 +113,7 @@ func newDirectHandler(b testing.TB) *directHandler {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &directHandler{api: api, scheme: scheme, metrics: metrics, cache: cache, stopCache: stopCache}
+	return &directHandler{api: api, scheme: scheme, metrics: metrics, cache: cache, store: store, decodes: decodes, stopCache: stopCache}
 }
 
 // BenchmarkLeaseRenewal measures what one kubelet-style renewal (a protobuf

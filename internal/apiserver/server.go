@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
+	"github.com/leasehold/leasehold/internal/intern"
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/storage"
 	"github.com/leasehold/leasehold/internal/watchcache"
@@ -43,6 +44,12 @@ type Config struct {
 	Scheme    *runtime.Scheme
 	Store     storage.Interface
 	Cache     *watchcache.Cache
+	// Intern, when set, is the table Cache's decoder interns with
+	// (StorageDecoder). With it, and a Store that is a storage.ObjectWriter,
+	// an update of a resource with HandOffUpdates interns the object it
+	// writes and hands it to the cache (StorageAdopter), which then does
+	// not decode the stored value: a renewal decoded its lease twice.
+	Intern *intern.Table
 	// TypeConverter enables managedFields and server-side apply.
 	TypeConverter managedfields.TypeConverter
 	// Authenticator identifies the caller; nil means every request is anonymous

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 
 	"github.com/leasehold/leasehold/internal/apiserver"
+	"github.com/leasehold/leasehold/internal/intern"
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/server"
 )
@@ -24,7 +25,7 @@ func TestStorageDecoderSharesRepeatedStrings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	decode := apiserver.StorageDecoder(scheme, server.Resources(time.Now))
+	decode := apiserver.StorageDecoder(scheme, server.Resources(time.Now), intern.New())
 	enc := protobuf.NewSerializer(scheme, scheme)
 	stored := func(name string) []byte {
 		n := &corev1.Node{

@@ -5,15 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metavalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/leasehold/leasehold/internal/registry"
+	"github.com/leasehold/leasehold/internal/storage"
 )
 
 func (s *Server) update(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
@@ -191,12 +194,43 @@ func (s *Server) storeUpdate(ctx context.Context, res *registry.Resource, key, s
 		// The last finalizer is gone: the pending deletion completes now.
 		return s.finishDelete(ctx, res, key, expected, obj)
 	}
-	rev, err := s.cfg.Store.Update(ctx, key, expected, value)
+	var rev int64
+	if ow, ok := s.cfg.Store.(storage.ObjectWriter); ok && res.HandOffUpdates && s.cfg.Intern != nil {
+		// The written object goes to the watch cache as it is, so it is
+		// interned here as the cache's decoder would have. The answer is a
+		// shallow copy taken first: the cache sets the resourceVersion of
+		// the object it takes over, and nothing else in it changes again.
+		s.cfg.Intern.ObjectLike(obj, cur)
+		handed := obj
+		if obj, acc, err = shallowCopy(obj); err != nil {
+			return nil, err
+		}
+		rev, err = ow.UpdateObject(ctx, key, expected, value, handed)
+	} else {
+		rev, err = s.cfg.Store.Update(ctx, key, expected, value)
+	}
 	if err != nil {
 		return nil, storeError(res, acc.GetName(), key, err)
 	}
 	acc.SetResourceVersion(strconv.FormatInt(rev, 10))
 	return obj, nil
+}
+
+// shallowCopy returns a new object whose top-level struct is a copy of
+// obj's, sharing everything it points to, and its metadata accessor.
+func shallowCopy(obj runtime.Object) (runtime.Object, metav1.Object, error) {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return nil, nil, fmt.Errorf("copying %T: not a pointer to an object", obj)
+	}
+	c := reflect.New(v.Elem().Type())
+	c.Elem().Set(v.Elem())
+	out, ok := c.Interface().(runtime.Object)
+	if !ok {
+		return nil, nil, fmt.Errorf("copying %T: not an object", obj)
+	}
+	acc, err := meta.Accessor(out)
+	return out, acc, err
 }
 
 func validateUpdate(res *registry.Resource, obj, old runtime.Object) field.ErrorList {

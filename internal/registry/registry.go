@@ -69,6 +69,14 @@ type Resource struct {
 	// keep a renewal's managedFields without running structured-merge-diff.
 	ChangedFields func(old, obj runtime.Object) (paths []fieldpath.Path, ok bool)
 
+	// HandOffUpdates lets an update give the watch cache the object it
+	// wrote instead of the cache decoding the stored value again (see
+	// apiserver.Config.Intern). Set it only for types whose every slice and
+	// map field is omitempty: an object decoded from a request may hold an
+	// empty slice where one decoded from storage holds nil, and only then do
+	// the two encode alike.
+	HandOffUpdates bool
+
 	// TableColumns and TableRow render the server-side printer (kubectl get).
 	TableColumns []metav1.TableColumnDefinition
 	TableRow     func(obj runtime.Object) []interface{}

@@ -22,6 +22,7 @@ import (
 	"github.com/leasehold/leasehold/internal/controller"
 	"github.com/leasehold/leasehold/internal/controller/namespaces"
 	"github.com/leasehold/leasehold/internal/discovery"
+	"github.com/leasehold/leasehold/internal/intern"
 	"github.com/leasehold/leasehold/internal/openapi"
 	"github.com/leasehold/leasehold/internal/pki"
 	"github.com/leasehold/leasehold/internal/registry"
@@ -66,9 +67,13 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("building OpenAPI: %w", err)
 	}
 	apiMetrics := apiserver.NewMetrics(reg)
+	// One intern table for the cache's decoder and the API server, which
+	// hands the objects it writes to the cache interned (Config.Intern).
+	table := intern.New()
 	cache := watchcache.New(store, watchcache.Options{
 		Prefix:           "/registry/",
-		Decode:           apiserver.StorageDecoder(scheme, resources),
+		Decode:           apiserver.StorageDecoder(scheme, resources, table),
+		Adopt:            apiserver.StorageAdopter(resources),
 		Encode:           apiserver.StorageEncoder(scheme),
 		ColdAfter:        cfg.WatchCacheColdAfter,
 		SameSelection:    apiserver.SameSelection(resources),
@@ -99,6 +104,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Scheme:        scheme,
 		Store:         store,
 		Cache:         cache,
+		Intern:        table,
 		TypeConverter: oa.TypeConverter(),
 		Authenticator: apiserver.CertAuthenticator{},
 		NonResource:   mux,

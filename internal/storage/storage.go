@@ -69,6 +69,26 @@ type Event struct {
 	Revision int64
 	// CreateRevision of the key's current life (of the deleted life for EventDelete).
 	CreateRevision int64
+	// Object, if not nil, is the decoded form of Value that its writer
+	// handed over with ObjectWriter.UpdateObject: this process wrote the
+	// event, and a watcher that would decode Value may take Object instead.
+	// Drivers set it only on events they deliver live, in the writer's
+	// process. The object belongs to the watchers once written; the one
+	// watcher that takes it over (the process's watch cache) may set its
+	// resourceVersion, and every other watcher must ignore it.
+	Object any
+}
+
+// ObjectWriter is implemented by drivers that can pass a written value's
+// decoded object on to their watchers (Event.Object). A server decodes every
+// request body and then, in its watch cache, decodes the stored value again:
+// with this, the writer's object serves both, which spares a decode per
+// write (a lease renewal's case).
+type ObjectWriter interface {
+	// UpdateObject is Update, with obj the decoded form of value. obj
+	// belongs to the driver's watchers once the call starts: the caller
+	// must not read or write it any more.
+	UpdateObject(ctx context.Context, key string, expectedRevision int64, value []byte, obj any) (int64, error)
 }
 
 // ListResult is one page of a List.

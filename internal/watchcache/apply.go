@@ -50,7 +50,7 @@ func (c *Cache) decode(evs []storage.Event) []decoded {
 			continue
 		}
 		prev := out[i].prev
-		obj, err := c.opts.Decode(ev.Key, ev.Value, ev.Revision, prev)
+		obj, err := c.decodeEvent(ev, prev)
 		if err != nil {
 			// The revision still advances (the store moved on), but the key keeps
 			// its last good state: serving a stale object beats inventing a delete.
@@ -62,6 +62,17 @@ func (c *Cache) decode(evs []storage.Event) []decoded {
 		out[i].same = prev != nil && c.opts.SameSelection != nil && c.opts.SameSelection(ev.Key, prev, obj)
 	}
 	return out
+}
+
+// decodeEvent returns the object of a put: its writer's, if the event
+// carries one Adopt takes, or else the value decoded.
+func (c *Cache) decodeEvent(ev storage.Event, prev runtime.Object) (runtime.Object, error) {
+	if ev.Object != nil && c.opts.Adopt != nil {
+		if obj, ok := c.opts.Adopt(ev.Key, ev.Object, ev.Revision); ok {
+			return obj, nil
+		}
+	}
+	return c.opts.Decode(ev.Key, ev.Value, ev.Revision, prev)
 }
 
 // applyBatch applies decoded storage events in order, appends them to the

@@ -31,6 +31,11 @@
 //     object costs no reader or writer any lock time. A cold object read
 //     twice is two equal objects, not one: nothing may rely on the identity
 //     of the objects the cache hands out.
+//   - With Options.Adopt set, a put whose storage event carries its writer's
+//     decoded object (storage.Event.Object: an update of this process, on
+//     the embedded store) publishes that object instead of decoding the
+//     value. The writer gave the object up when it wrote it, so the rule
+//     above (never mutated after publication) holds for it as for any other.
 //   - When the storage watch ends the cache re-watches from the last revision it
 //     applied; if that history was compacted away it re-lists and publishes
 //     synthetic events for the differences, so watchers keep running.

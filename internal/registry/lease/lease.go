@@ -35,6 +35,9 @@ func Resource(now func() time.Time) *registry.Resource {
 			return ValidateSpec(&obj.(*coordinationv1.Lease).Spec, field.NewPath("spec"))
 		},
 		ChangedFields: changedFields,
+		// Renewals are most of all writes, and every field of a Lease is
+		// omitempty (see registry.Resource.HandOffUpdates).
+		HandOffUpdates: true,
 		TableColumns: []metav1.TableColumnDefinition{
 			registry.NameColumn,
 			{Name: "Holder", Type: "string", Description: coordinationv1.LeaseSpec{}.SwaggerDoc()["holderIdentity"]},

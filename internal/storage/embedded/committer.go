@@ -23,10 +23,13 @@ const (
 // writeReq is one write waiting for the committer. done is buffered so the
 // committer never waits for the writer to read its answer.
 type writeReq struct {
-	ctx      context.Context
-	op       writeOp
-	key      string
-	value    []byte
+	ctx   context.Context
+	op    writeOp
+	key   string
+	value []byte
+	// obj is the decoded value its writer handed over (UpdateObject), for
+	// the live event.
+	obj      any
 	expected int64
 	done     chan writeResult
 }
@@ -39,19 +42,25 @@ type writeResult struct {
 
 // Create implements storage.Interface.
 func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, error) {
-	res := s.submit(ctx, opCreate, key, value, 0)
+	res := s.submit(ctx, opCreate, key, value, nil, 0)
 	return res.rev, res.err
 }
 
 // Update implements storage.Interface.
 func (s *Store) Update(ctx context.Context, key string, expectedRevision int64, value []byte) (int64, error) {
-	res := s.submit(ctx, opUpdate, key, value, expectedRevision)
+	return s.UpdateObject(ctx, key, expectedRevision, value, nil)
+}
+
+// UpdateObject implements storage.ObjectWriter: obj rides on the live event
+// of the write.
+func (s *Store) UpdateObject(ctx context.Context, key string, expectedRevision int64, value []byte, obj any) (int64, error) {
+	res := s.submit(ctx, opUpdate, key, value, obj, expectedRevision)
 	return res.rev, res.err
 }
 
 // Delete implements storage.Interface.
 func (s *Store) Delete(ctx context.Context, key string, expectedRevision int64) (storage.KeyValue, int64, error) {
-	res := s.submit(ctx, opDelete, key, nil, expectedRevision)
+	res := s.submit(ctx, opDelete, key, nil, nil, expectedRevision)
 	return res.prev, res.rev, res.err
 }
 
@@ -59,7 +68,7 @@ func (s *Store) Delete(ctx context.Context, key string, expectedRevision int64) 
 // committer has taken the request the wait is unconditional: the answer comes
 // within one batch, and returning early would leave the caller unsure whether
 // the write happened.
-func (s *Store) submit(ctx context.Context, op writeOp, key string, value []byte, expected int64) writeResult {
+func (s *Store) submit(ctx context.Context, op writeOp, key string, value []byte, obj any, expected int64) writeResult {
 	if err := ctx.Err(); err != nil {
 		return writeResult{err: err}
 	}
@@ -67,6 +76,7 @@ func (s *Store) submit(ctx context.Context, op writeOp, key string, value []byte
 		ctx:      ctx,
 		op:       op,
 		key:      key,
+		obj:      obj,
 		expected: expected,
 		done:     make(chan writeResult, 1),
 	}
@@ -337,7 +347,9 @@ func (c *committer) apply(b *pebble.Batch, req *writeReq, rev int64) writeResult
 		return writeResult{err: c.broken}
 	}
 	c.pending[req.key] = next
-	c.events = append(c.events, rec.event(rev))
+	ev := rec.event(rev)
+	ev.Object = req.obj
+	c.events = append(c.events, ev)
 	c.prevRevs = append(c.prevRevs, rec.prevModRev)
 	res := writeResult{rev: rev}
 	if req.op == opDelete {

@@ -1,0 +1,117 @@
+package apiserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/utils/ptr"
+
+	"github.com/leasehold/leasehold/internal/apiserver"
+	"github.com/leasehold/leasehold/internal/intern"
+	"github.com/leasehold/leasehold/internal/server"
+)
+
+// An update of a lease hands the object it wrote to the watch cache, which
+// then decodes nothing; what the cache serves must be what decoding the
+// stored value gives, to the byte in JSON and in protobuf, whether the
+// update came as protobuf or as JSON.
+func TestHandedOffLeaseEncodesAsTheStoredOne(t *testing.T) {
+	h := newDirectHandler(t)
+	pb := protobuf.NewSerializer(h.scheme, h.scheme)
+	const path = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
+	const key = "/registry/leases/kube-node-lease/n1"
+	l := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "n1", Namespace: "kube-node-lease",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "n1", UID: "node-uid"}}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("n1"), LeaseDurationSeconds: ptr.To[int32](40),
+			RenewTime: ptr.To(metav1.NewMicroTime(time.Now()))},
+	}
+	nsBody := `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"kube-node-lease"}}`
+	if code, body := do(h.api, "POST", "/api/v1/namespaces", "application/json", []byte(nsBody)); code != 201 {
+		t.Fatalf("creating namespace: %d %s", code, body)
+	}
+	l.TypeMeta = metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"}
+	current := renewOnce(t, h.api, pb, "POST", path, l, 201)
+	decode := apiserver.StorageDecoder(h.scheme, server.Resources(time.Now), intern.New())
+	check := func(what string, answer *coordinationv1.Lease, decodesBefore int64) {
+		t.Helper()
+		rev, err := strconv.ParseInt(answer.ResourceVersion, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := h.cache.WaitForRevision(ctx, rev); err != nil {
+			t.Fatal(err)
+		}
+		if n := h.decodes.Load() - decodesBefore; n != 0 {
+			t.Errorf("%s: the cache decoded %d values", what, n)
+		}
+		cached, ok := h.cache.Get(key)
+		if !ok {
+			t.Fatalf("%s: %s not cached", what, key)
+		}
+		kv, err := h.store.Get(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, err := decode(key, kv.Value, kv.ModRevision, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotJSON, err1 := json.Marshal(cached)
+		wantJSON, err2 := json.Marshal(stored)
+		gotPB, err3 := cached.(*coordinationv1.Lease).Marshal()
+		wantPB, err4 := stored.(*coordinationv1.Lease).Marshal()
+		for _, err := range []error{err1, err2, err3, err4} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if string(gotJSON) != string(wantJSON) || string(gotPB) != string(wantPB) {
+			t.Errorf("%s: the cache serves\n%s\nwhile the store holds\n%s", what, gotJSON, wantJSON)
+		}
+		if cached.(*coordinationv1.Lease).ResourceVersion != answer.ResourceVersion {
+			t.Errorf("%s: cached resourceVersion %s, answered %s", what, cached.(*coordinationv1.Lease).ResourceVersion, answer.ResourceVersion)
+		}
+	}
+
+	// The create is decoded: count from once the cache has it.
+	created, err := strconv.ParseInt(current.ResourceVersion, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.cache.WaitForRevision(ctx, created); err != nil {
+		t.Fatal(err)
+	}
+	before := h.decodes.Load()
+	current.Spec.RenewTime = ptr.To(metav1.NewMicroTime(time.Now().Add(time.Second)))
+	current = renewOnce(t, h.api, pb, "PUT", path+"/n1", current, 200)
+	check("protobuf renewal", current, before)
+
+	// JSON, with an empty list where protobuf would decode nil.
+	current.Spec.RenewTime = ptr.To(metav1.NewMicroTime(time.Now().Add(2 * time.Second)))
+	current.Finalizers = []string{}
+	body, err := json.Marshal(current)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before = h.decodes.Load()
+	code, resp := do(h.api, "PUT", path+"/n1", "application/json", body)
+	if code != 200 {
+		t.Fatalf("JSON renewal: %d %s", code, resp)
+	}
+	answer := &coordinationv1.Lease{}
+	if _, _, err := pb.Decode(resp, nil, answer); err != nil {
+		t.Fatal(err)
+	}
+	check("JSON renewal", answer, before)
+}
