@@ -39,21 +39,26 @@ func TestHandedOffLeaseEncodesAsTheStoredOne(t *testing.T) {
 	l.TypeMeta = metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"}
 	current := renewOnce(t, h.api, pb, "POST", path, l, 201)
 	decode := apiserver.StorageDecoder(h.scheme, server.Resources(time.Now), intern.New())
-	check := func(what string, answer *coordinationv1.Lease, decodesBefore int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// cached waits until the cache holds the write that answered answer.
+	cached := func(answer *coordinationv1.Lease) {
 		t.Helper()
 		rev, err := strconv.ParseInt(answer.ResourceVersion, 10, 64)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
 		if err := h.cache.WaitForRevision(ctx, rev); err != nil {
 			t.Fatal(err)
 		}
+	}
+	check := func(what string, answer *coordinationv1.Lease, decodesBefore int64) {
+		t.Helper()
+		cached(answer)
 		if n := h.decodes.Load() - decodesBefore; n != 0 {
 			t.Errorf("%s: the cache decoded %d values", what, n)
 		}
-		cached, ok := h.cache.Get(key)
+		obj, ok := h.cache.Get(key)
 		if !ok {
 			t.Fatalf("%s: %s not cached", what, key)
 		}
@@ -65,9 +70,9 @@ func TestHandedOffLeaseEncodesAsTheStoredOne(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		gotJSON, err1 := json.Marshal(cached)
+		gotJSON, err1 := json.Marshal(obj)
 		wantJSON, err2 := json.Marshal(stored)
-		gotPB, err3 := cached.(*coordinationv1.Lease).Marshal()
+		gotPB, err3 := obj.(*coordinationv1.Lease).Marshal()
 		wantPB, err4 := stored.(*coordinationv1.Lease).Marshal()
 		for _, err := range []error{err1, err2, err3, err4} {
 			if err != nil {
@@ -77,21 +82,13 @@ func TestHandedOffLeaseEncodesAsTheStoredOne(t *testing.T) {
 		if string(gotJSON) != string(wantJSON) || string(gotPB) != string(wantPB) {
 			t.Errorf("%s: the cache serves\n%s\nwhile the store holds\n%s", what, gotJSON, wantJSON)
 		}
-		if cached.(*coordinationv1.Lease).ResourceVersion != answer.ResourceVersion {
-			t.Errorf("%s: cached resourceVersion %s, answered %s", what, cached.(*coordinationv1.Lease).ResourceVersion, answer.ResourceVersion)
+		if got := obj.(*coordinationv1.Lease).ResourceVersion; got != answer.ResourceVersion {
+			t.Errorf("%s: cached resourceVersion %s, answered %s", what, got, answer.ResourceVersion)
 		}
 	}
 
 	// The create is decoded: count from once the cache has it.
-	created, err := strconv.ParseInt(current.ResourceVersion, 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := h.cache.WaitForRevision(ctx, created); err != nil {
-		t.Fatal(err)
-	}
+	cached(current)
 	before := h.decodes.Load()
 	current.Spec.RenewTime = ptr.To(metav1.NewMicroTime(time.Now().Add(time.Second)))
 	current = renewOnce(t, h.api, pb, "PUT", path+"/n1", current, 200)
