@@ -77,31 +77,3 @@ func (c *singleWriteCapture) Write(p []byte) (int, error) {
 	c.data = append(c.data, p...)
 	return len(p), nil
 }
-
-// maxPooledBody bounds the request body buffers kept for reuse, as
-// maxPooledEncodeBuffer does for responses.
-const maxPooledBody = 16 << 10
-
-// bodyBuffers recycles the memory write request bodies are read into: a
-// renewal's body (a few hundred bytes) is garbage as soon as it is decoded,
-// since decoding copies every string and byte slice out of it
-// (TestDecodedObjectsShareNothingWithTheBody). The zero value is ready.
-type bodyBuffers struct{ pool sync.Pool }
-
-// get returns a buffer to read a body into (possibly too small: reading
-// then allocates).
-func (p *bodyBuffers) get() *[]byte {
-	if b, ok := p.pool.Get().(*[]byte); ok {
-		return b
-	}
-	return new([]byte)
-}
-
-// put takes back b, now holding body, once nothing refers to body.
-func (p *bodyBuffers) put(b *[]byte, body []byte) {
-	if cap(body) > maxPooledBody {
-		return
-	}
-	*b = body[:0]
-	p.pool.Put(b)
-}

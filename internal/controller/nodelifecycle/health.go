@@ -34,9 +34,9 @@ var timedOutConditions = []corev1.NodeConditionType{
 // record per node they were most of the controller's memory.
 type nodeHealth struct {
 	// readySeen says the status last seen (or written) had a Ready
-	// condition; heartbeat and transition are that condition's times.
-	readySeen             bool
-	heartbeat, transition stamp
+	// condition; heartbeat is that condition's lastHeartbeatTime.
+	readySeen bool
+	heartbeat stamp
 	// probe is when the node last showed a sign of life, on the controller's clock.
 	probe stamp
 	// lease is the node lease's renewTime last seen to advance.
@@ -81,9 +81,9 @@ func (s stamp) time() time.Time {
 // withReady returns h remembering ready (nil: the status had no Ready condition).
 func (h nodeHealth) withReady(ready *corev1.NodeCondition) nodeHealth {
 	h.readySeen = ready != nil
-	h.heartbeat, h.transition = 0, 0
+	h.heartbeat = 0
 	if ready != nil {
-		h.heartbeat, h.transition = stampOf(ready.LastHeartbeatTime.Time), stampOf(ready.LastTransitionTime.Time)
+		h.heartbeat = stampOf(ready.LastHeartbeatTime.Time)
 	}
 	return h
 }
