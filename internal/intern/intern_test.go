@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"runtime"
 	"testing"
+	"time"
 	"unsafe"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -420,5 +421,69 @@ func TestWalkReachesEveryShape(t *testing.T) {
 	}
 	if !sameData(third.Kids[0].Kids[0].Name, first.Kids[0].Kids[0].Name) {
 		t.Error("a value like lacks was not interned through the table")
+	}
+}
+
+// lease is a kubelet's node lease decoded from protobuf, so that every
+// pointer and slice in it is its own allocation, as in a request body.
+func lease(t testing.TB, name, rv string, renew time.Time) *coordinationv1.Lease {
+	t.Helper()
+	acquired := metav1.NewMicroTime(time.Date(2026, 11, 25, 4, 0, 0, 0, time.UTC))
+	l := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: "kube-node-lease", UID: types.UID("uid-" + name), ResourceVersion: rv,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: name, UID: types.UID("node-" + name)}},
+		},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity: &name, LeaseDurationSeconds: new(int32(40)), AcquireTime: &acquired,
+			RenewTime: &metav1.MicroTime{Time: renew}, LeaseTransitions: new(int32(0)),
+		},
+	}
+	out := &coordinationv1.Lease{}
+	viaProtobuf(t, l, out)
+	return out
+}
+
+func TestObjectLikeTakesEqualPointersAndSlicesFromLike(t *testing.T) {
+	tab := New()
+	start := time.Date(2026, 11, 25, 5, 0, 0, 0, time.UTC)
+	like := lease(t, "node-a", "1", start)
+	tab.Object(like)
+	next := lease(t, "node-a", "2", start.Add(10*time.Second))
+	*next.Spec.LeaseTransitions = 1
+	want := next.DeepCopy()
+
+	tab.ObjectLike(next, like)
+	if !apiequality.Semantic.DeepEqual(want, next) {
+		t.Fatalf("ObjectLike changed the object's value:\n%v\nwant\n%v", next, want)
+	}
+	if next.Spec.HolderIdentity != like.Spec.HolderIdentity || next.Spec.LeaseDurationSeconds != like.Spec.LeaseDurationSeconds ||
+		next.Spec.AcquireTime != like.Spec.AcquireTime {
+		t.Error("a pointer to a value equal to like's was not taken from like")
+	}
+	if next.Spec.RenewTime == like.Spec.RenewTime || next.Spec.LeaseTransitions == like.Spec.LeaseTransitions {
+		t.Error("a pointer to a value that differs from like's was taken from like")
+	}
+	refs := next.OwnerReferences
+	if unsafe.SliceData(refs) != unsafe.SliceData(like.OwnerReferences) {
+		t.Error("owner references equal to like's were not taken from like")
+	}
+	if cap(refs) != len(refs) {
+		t.Errorf("taken slice has capacity %d past its length %d: an append would write into like", cap(refs), len(refs))
+	}
+
+	// A slice that differs in one element keeps its own memory, with the
+	// equal strings inside it still shared.
+	other := lease(t, "node-a", "3", start)
+	other.OwnerReferences[0].Kind = "Other"
+	tab.ObjectLike(other, like)
+	if unsafe.SliceData(other.OwnerReferences) == unsafe.SliceData(like.OwnerReferences) {
+		t.Error("owner references that differ from like's were taken from like")
+	}
+	if !sameData(other.OwnerReferences[0].Name, like.OwnerReferences[0].Name) {
+		t.Error("an equal string inside a slice that differs was not taken from like")
+	}
+	if other.Spec.RenewTime != like.Spec.RenewTime {
+		t.Error("an equal renew time was not taken from like")
 	}
 }

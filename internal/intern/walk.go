@@ -96,21 +96,7 @@ func (t *Table) buildLocked(typ reflect.Type) walkFunc {
 		if typ.Elem().Kind() == reflect.Bool {
 			return canonicalBool
 		}
-		elem := t.planLocked(typ.Elem())
-		if elem == nil {
-			return nil
-		}
-		return func(t *Table, p, like unsafe.Pointer) {
-			q := *(*unsafe.Pointer)(p)
-			if q == nil {
-				return
-			}
-			var lq unsafe.Pointer
-			if like != nil {
-				lq = *(*unsafe.Pointer)(like)
-			}
-			elem(t, q, lq)
-		}
+		return t.pointerLocked(typ)
 	case reflect.Struct:
 		return t.structLocked(typ)
 	case reflect.Map:
@@ -125,11 +111,37 @@ type sliceHeader struct {
 	len, cap int
 }
 
+// pointerLocked interns what the pointer points at and then, when like's
+// pointer points at an equal value, takes like's pointer: a lease renewal's
+// holder, duration, acquire time and transitions are otherwise heap objects
+// of their own in every version the cache keeps.
+func (t *Table) pointerLocked(typ reflect.Type) walkFunc {
+	elem := t.planLocked(typ.Elem())
+	size := typ.Elem().Size()
+	return func(t *Table, p, like unsafe.Pointer) {
+		q := *(*unsafe.Pointer)(p)
+		if q == nil {
+			return
+		}
+		var lq unsafe.Pointer
+		if like != nil {
+			lq = *(*unsafe.Pointer)(like)
+		}
+		if elem != nil {
+			elem(t, q, lq)
+		}
+		if lq != nil && lq != q && sameMemory(q, lq, size) {
+			*(*unsafe.Pointer)(p) = lq
+		}
+	}
+}
+
+// sliceLocked interns the elements and then, when like's slice holds equal
+// elements, takes like's slice (clipped, so an append copies instead of
+// writing into like): a lease's owner references are the same in every
+// version.
 func (t *Table) sliceLocked(typ reflect.Type) walkFunc {
 	elem := t.planLocked(typ.Elem())
-	if elem == nil {
-		return nil
-	}
 	size := typ.Elem().Size()
 	return func(t *Table, p, like unsafe.Pointer) {
 		s := (*sliceHeader)(p)
@@ -137,14 +149,30 @@ func (t *Table) sliceLocked(typ reflect.Type) walkFunc {
 		if like != nil {
 			l = *(*sliceHeader)(like)
 		}
-		for i := range s.len {
-			var le unsafe.Pointer
-			if i < l.len {
-				le = unsafe.Add(l.data, uintptr(i)*size)
+		if elem != nil {
+			for i := range s.len {
+				var le unsafe.Pointer
+				if i < l.len {
+					le = unsafe.Add(l.data, uintptr(i)*size)
+				}
+				elem(t, unsafe.Add(s.data, uintptr(i)*size), le)
 			}
-			elem(t, unsafe.Add(s.data, uintptr(i)*size), le)
+		}
+		if s.len > 0 && l.len == s.len && l.data != s.data && sameMemory(s.data, l.data, uintptr(s.len)*size) {
+			*s = sliceHeader{data: l.data, len: l.len, cap: l.len}
 		}
 	}
+}
+
+// sameMemory tells whether the n bytes at a and b are equal. Equal memory
+// is an equal value for every type: equal pointers, slice headers and map
+// or interface words refer to the same things, and equal strings were made
+// to share their bytes by the walk of the elements just before. Values that
+// are equal but laid out differently (strings not shared, padding) only
+// compare unequal, which keeps a value from being taken, never wrongly
+// takes one.
+func sameMemory(a, b unsafe.Pointer, n uintptr) bool {
+	return n == 0 || bytes.Equal(unsafe.Slice((*byte)(a), n), unsafe.Slice((*byte)(b), n))
 }
 
 func (t *Table) arrayLocked(typ reflect.Type) walkFunc {
