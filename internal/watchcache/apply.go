@@ -121,7 +121,10 @@ func (c *Cache) currentLocked(e *entry, known *decoded) runtime.Object {
 // since it was judged).
 func (c *Cache) putLocked(key string, obj runtime.Object, modRev, evRev int64, d *decoded) {
 	if e, ok := c.objects[key]; ok {
-		ev := event{typ: watch.Modified, key: key, obj: obj, rev: evRev}
+		// The event names the key by the entry's string, not the equal one
+		// this write brought: the window holds an event for nearly every
+		// lease, and each would otherwise keep a key string of its own.
+		ev := event{typ: watch.Modified, key: e.key, obj: obj, rev: evRev}
 		if d != nil && d.same && d.prevRev == e.modRev {
 			ev.prevSame = true
 		} else {
@@ -157,7 +160,7 @@ func (c *Cache) deleteLocked(key string, rev int64, d *decoded) {
 	if err := setResourceVersion(tomb, rev); err != nil {
 		c.log.Error("cannot set resourceVersion on deleted object", "key", key, "err", err)
 	}
-	c.pushLocked(event{typ: watch.Deleted, key: key, obj: tomb, prev: last, rev: rev})
+	c.pushLocked(event{typ: watch.Deleted, key: e.key, obj: tomb, prev: last, rev: rev})
 }
 
 // pushLocked appends to the window; an evicted event moves the horizon.

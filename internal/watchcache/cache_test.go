@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -119,5 +120,52 @@ func TestWaitReadyFailsWhenNotRunning(t *testing.T) {
 	defer cancel()
 	if err := c.WaitReady(ctx); err == nil {
 		t.Fatal("WaitReady succeeded on a cache that never ran")
+	}
+}
+
+// The window's events name their key by the cache entry's string: each
+// write brings an equal key of its own, which the window would otherwise
+// keep alive for every event it holds.
+func TestWindowEventsShareTheEntryKey(t *testing.T) {
+	s := newStoreT(t)
+	create(t, s, "ns", "l", "h0", nil)
+	c := startCache(t, s, Options{})
+	var rev int64
+	for i := range 3 {
+		rev = update(t, s, "ns", "l", fmt.Sprintf("h%d", i+1), nil)
+	}
+	rev = max(rev, remove(t, s, "ns", "l"))
+	if err := c.WaitForRevision(testCtx(t), rev); err != nil {
+		t.Fatal(err)
+	}
+	create(t, s, "ns", "l", "h5", nil)
+	rev = update(t, s, "ns", "l", "h6", nil)
+	if err := c.WaitForRevision(testCtx(t), rev); err != nil {
+		t.Fatal(err)
+	}
+
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e := c.objects[leaseKey("ns", "l")]
+	var keys []string
+	for seq := c.events.oldestSeq(); seq < c.events.next; seq++ {
+		keys = append(keys, c.events.at(seq).key)
+	}
+	if len(keys) != 6 {
+		t.Fatalf("window holds %d events, want 6 (3 updates, a delete, a create and an update)", len(keys))
+	}
+	same := func(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
+	// The updates and the delete share the first entry's key; the create
+	// and the update after it the second entry's.
+	for i := 1; i < 4; i++ {
+		if !same(keys[i], keys[0]) {
+			t.Errorf("event %d does not share the first entry's key", i)
+		}
+	}
+	if !same(keys[4], e.key) || !same(keys[5], e.key) {
+		t.Error("the events after the re-create do not share the second entry's key")
+	}
+	if same(keys[0], e.key) {
+		t.Fatal("both entries have the same key string: the test shows nothing")
 	}
 }
