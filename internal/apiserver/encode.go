@@ -104,8 +104,14 @@ func StorageDecoder(scheme *runtime.Scheme, resources *registry.Set, table *inte
 func StorageAdopter(resources *registry.Set) func(key string, obj any, rev int64) (runtime.Object, bool) {
 	byKey := newKeyResources(resources)
 	types := map[*registry.Resource]reflect.Type{}
+	// kinds are each resource's apiVersion and kind, made once: setting
+	// them through SetGroupVersionKind builds a new apiVersion string, one
+	// more heap object in every object the cache holds.
+	kinds := map[*registry.Resource]metav1.TypeMeta{}
 	for _, r := range byKey {
 		types[r] = reflect.TypeOf(r.New())
+		apiVersion, kind := r.GroupVersionKind().ToAPIVersionAndKind()
+		kinds[r] = metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}
 	}
 	return func(key string, obj any, rev int64) (runtime.Object, bool) {
 		res, err := byKey.lookup(key)
@@ -117,7 +123,11 @@ func StorageAdopter(resources *registry.Set) func(key string, obj any, rev int64
 		if err != nil {
 			return nil, false
 		}
-		o.GetObjectKind().SetGroupVersionKind(res.GroupVersionKind())
+		if tm, ok := o.GetObjectKind().(*metav1.TypeMeta); ok {
+			*tm = kinds[res]
+		} else {
+			o.GetObjectKind().SetGroupVersionKind(res.GroupVersionKind())
+		}
 		acc.SetResourceVersion(strconv.FormatInt(rev, 10))
 		return o, true
 	}
