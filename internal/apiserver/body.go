@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -23,7 +22,7 @@ func readBody(r *http.Request) ([]byte, error) {
 }
 
 // readBodyInto is readBody reading into buf's memory when the body fits
-// (see bodyBuffers).
+// (see byteBuffers).
 func readBodyInto(r *http.Request, buf []byte) ([]byte, error) {
 	if r.ContentLength > MaxRequestBodyBytes {
 		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", MaxRequestBodyBytes))
@@ -170,32 +169,4 @@ func writeWarnings(w http.ResponseWriter, warnings []string) {
 	for _, msg := range warnings {
 		w.Header().Add("Warning", fmt.Sprintf("299 - %q", msg))
 	}
-}
-
-// maxPooledBody bounds the request body buffers kept for reuse, as
-// maxPooledEncodeBuffer does for responses.
-const maxPooledBody = 16 << 10
-
-// bodyBuffers recycles the memory write request bodies are read into: a
-// renewal's body (a few hundred bytes) is garbage as soon as it is decoded,
-// since decoding copies every string and byte slice out of it
-// (TestDecodedObjectsShareNothingWithTheBody). The zero value is ready.
-type bodyBuffers struct{ pool sync.Pool }
-
-// get returns a buffer to read a body into (possibly too small: reading
-// then allocates).
-func (p *bodyBuffers) get() *[]byte {
-	if b, ok := p.pool.Get().(*[]byte); ok {
-		return b
-	}
-	return new([]byte)
-}
-
-// put takes back b, now holding body, once nothing refers to body.
-func (p *bodyBuffers) put(b *[]byte, body []byte) {
-	if cap(body) > maxPooledBody {
-		return
-	}
-	*b = body[:0]
-	p.pool.Put(b)
 }

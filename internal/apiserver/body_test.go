@@ -62,7 +62,7 @@ func TestReadBodyAgainstContentLength(t *testing.T) {
 	}
 }
 
-// Write request bodies are read into recycled buffers (bodyBuffers), which
+// Write request bodies are read into recycled buffers (byteBuffers), which
 // is only safe if a decoded object shares no memory with its body: scribble
 // over the body after decoding, in every media type a client may send, and
 // the object must not change.

@@ -54,7 +54,7 @@ func (s *Server) renewalManagedFields(res *registry.Resource, subresource string
 		}
 		// The operation took fields, so the entry's time moves, as
 		// managedFieldsUpdater does.
-		entry.Time = &metav1.Time{Time: s.now().UTC().Truncate(1e9)}
+		entry.Time = s.stamps.at(s.now())
 	}
 	newMeta.ManagedFields = []metav1.ManagedFieldsEntry{entry}
 	return true

@@ -81,9 +81,12 @@ type Server struct {
 	// encodeBufs recycles response encoding memory, bodies the memory of
 	// write request bodies.
 	encodeBufs encodeBuffers
-	bodies     bodyBuffers
-	logger     *slog.Logger
-	now        func() time.Time
+	bodies     byteBuffers
+	// stamps and ownedKeys serve the renewal shortcut (managedfast.go).
+	stamps    secondStamps
+	ownedKeys byteBuffers
+	logger    *slog.Logger
+	now       func() time.Time
 }
 
 // New builds a Server.
