@@ -142,7 +142,7 @@ func (c *Controller) assessHealth(v *nodeView, full *corev1.Node, u *healthUpdat
 
 	*u = healthUpdate{node: v}
 	grace := c.cfg.GracePeriod
-	u.current = v.ready
+	u.current = v.readyCond()
 	if u.current == nil {
 		// Never posted: judge from the creation time, with the startup grace.
 		u.observed = corev1.NodeCondition{

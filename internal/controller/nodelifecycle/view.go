@@ -27,8 +27,11 @@ type nodeView struct {
 	// labelExcludeDisruption.
 	zone     string
 	excluded bool
-	// ready is the node's Ready condition (nil if it has none).
-	ready *corev1.NodeCondition
+	// ready is the node's Ready condition when hasReady says it has one.
+	// It is held inline: a pointer to a copy was a second heap object per
+	// node for the collector to mark on every cycle.
+	ready    corev1.NodeCondition
+	hasReady bool
 	// noSchedule are the controller-owned NoSchedule taint keys the node's
 	// conditions and spec.unschedulable call for, in condition order.
 	noSchedule []string
@@ -55,10 +58,18 @@ func viewOf(n *corev1.Node) *nodeView {
 	}
 	_, v.excluded = n.Labels[labelExcludeDisruption]
 	if r := readyCondition(&n.Status); r != nil {
-		ready := *r
-		v.ready = &ready
+		v.ready, v.hasReady = *r, true
 	}
 	return v
+}
+
+// readyCond returns the view's Ready condition, nil if the node has
+// none. Views are replaced, never changed, so the pointer stays valid.
+func (v *nodeView) readyCond() *corev1.NodeCondition {
+	if !v.hasReady {
+		return nil
+	}
+	return &v.ready
 }
 
 // ref is a node object carrying only the view's name and uid, for events.
