@@ -103,19 +103,22 @@ func StorageDecoder(scheme *runtime.Scheme, resources *registry.Set, table *inte
 // kind as StorageDecoder would.
 func StorageAdopter(resources *registry.Set) func(key string, obj any, rev int64) (runtime.Object, bool) {
 	byKey := newKeyResources(resources)
-	types := map[*registry.Resource]reflect.Type{}
-	// kinds are each resource's apiVersion and kind, made once: setting
-	// them through SetGroupVersionKind builds a new apiVersion string, one
-	// more heap object in every object the cache holds.
-	kinds := map[*registry.Resource]metav1.TypeMeta{}
+	// adoptable holds each resource's Go type and its apiVersion and kind,
+	// made once: setting them through SetGroupVersionKind builds a new
+	// apiVersion string, one more heap object in every object cached.
+	type adoptable struct {
+		typ  reflect.Type
+		kind metav1.TypeMeta
+	}
+	byRes := map[*registry.Resource]adoptable{}
 	for _, r := range byKey {
-		types[r] = reflect.TypeOf(r.New())
 		apiVersion, kind := r.GroupVersionKind().ToAPIVersionAndKind()
-		kinds[r] = metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}
+		byRes[r] = adoptable{reflect.TypeOf(r.New()), metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}}
 	}
 	return func(key string, obj any, rev int64) (runtime.Object, bool) {
 		res, err := byKey.lookup(key)
-		if err != nil || reflect.TypeOf(obj) != types[res] {
+		a := byRes[res]
+		if err != nil || reflect.TypeOf(obj) != a.typ {
 			return nil, false
 		}
 		o := obj.(runtime.Object)
@@ -124,7 +127,7 @@ func StorageAdopter(resources *registry.Set) func(key string, obj any, rev int64
 			return nil, false
 		}
 		if tm, ok := o.GetObjectKind().(*metav1.TypeMeta); ok {
-			*tm = kinds[res]
+			*tm = a.kind
 		} else {
 			o.GetObjectKind().SetGroupVersionKind(res.GroupVersionKind())
 		}

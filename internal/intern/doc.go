@@ -19,6 +19,9 @@
 // given the previous version of the object, taking from it each string that
 // is equal at the same place: with 100,000 leases the table's lookups miss
 // the CPU caches, and a renewal repeats nearly every string.
+// It also takes like's pointers and slices whose memory is equal once their
+// elements are interned (a lease's holder, duration and owner references
+// are otherwise heap objects of their own in every version cached).
 //
 // Two exceptions: uids (types.UID) are only ever taken from a previous
 // version, never from the table, since each names one object and the table
