@@ -10,6 +10,7 @@
 package registry
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -20,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/leasehold/leasehold/internal/request"
 )
 
 // Resource describes one served resource in one group version.
@@ -76,6 +79,12 @@ type Resource struct {
 	// empty slice where one decoded from storage holds nil, and only then do
 	// the two encode alike.
 	HandOffUpdates bool
+
+	// Review, when set, makes the resource a create-only review that is
+	// answered and never stored (SubjectAccessReview, SelfSubjectReview, ...):
+	// a POST decodes the body, and the answer is Review's object with 201
+	// Created. rec is the request's record (the caller and what it asked).
+	Review func(ctx context.Context, rec *request.Record, obj runtime.Object) (runtime.Object, error)
 
 	// TableColumns and TableRow render the server-side printer (kubectl get).
 	TableColumns []metav1.TableColumnDefinition
