@@ -3,11 +3,14 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	kubeletapis "k8s.io/kubelet/pkg/apis"
 )
 
 // Kubelet defaults (pkg/kubelet/apis/config/v1beta1/defaults.go).
@@ -87,7 +90,42 @@ func (c Config) Validate() error {
 	if fieldErrs := metav1validation.ValidateLabels(c.NodeLabels, field.NewPath("nodeLabels")); len(fieldErrs) > 0 {
 		errs = append(errs, fmt.Errorf("invalid node labels: %w", fieldErrs.ToAggregate()))
 	}
+	if err := restrictedNodeLabels(c.NodeLabels); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
+}
+
+// restrictedNodeLabels refuses, with the kubelet's startup error, labels in
+// the kubernetes.io and k8s.io namespaces (subdomains included) that are not
+// kubelet labels: the NodeRestriction admission plugin refuses a Node
+// carrying them from its own node, so an agent started with one could never
+// register. The kubelet's own list (k8s.io/kubelet) decides, as it does for
+// the admission plugin, so the agent and the server cannot drift apart.
+func restrictedNodeLabels(labels map[string]string) error {
+	var unknown []string
+	for k := range labels {
+		if isKubernetesLabel(k) && !kubeletapis.IsKubeletLabel(k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	return fmt.Errorf("unknown 'kubernetes.io' or 'k8s.io' labels specified with --node-labels: %v\n--node-labels in the 'kubernetes.io' namespace must begin with an allowed prefix (%s) or be in the specifically allowed set (%s)",
+		unknown, strings.Join(kubeletapis.KubeletLabelNamespaces(), ", "), strings.Join(kubeletapis.KubeletLabels(), ", "))
+}
+
+// isKubernetesLabel reports whether key's prefix is kubernetes.io or k8s.io,
+// or a subdomain of either.
+func isKubernetesLabel(key string) bool {
+	ns, _, ok := strings.Cut(key, "/")
+	if !ok {
+		return false
+	}
+	return ns == "kubernetes.io" || strings.HasSuffix(ns, ".kubernetes.io") ||
+		ns == "k8s.io" || strings.HasSuffix(ns, ".k8s.io")
 }
 
 // RenewInterval is how often the lease is renewed: a quarter of its duration.

@@ -62,6 +62,15 @@ func TestConfigValidate(t *testing.T) {
 		{"zero report frequency", func(c *Config) { c.NodeStatusReportFrequency = 0 }, "report frequency must be positive"},
 		{"good labels", func(c *Config) { c.NodeLabels = map[string]string{"topology.kubernetes.io/zone": "z1"} }, ""},
 		{"bad label value", func(c *Config) { c.NodeLabels = map[string]string{"zone": "has space"} }, "invalid node labels"},
+		{"kubelet labels in kubernetes.io", func(c *Config) {
+			c.NodeLabels = map[string]string{"node.kubernetes.io/instance-type": "m5", "kubelet.kubernetes.io/x": "y", "kubernetes.io/hostname": "h", "example.com/role": "db"}
+		}, ""},
+		{"node-restriction label", func(c *Config) {
+			c.NodeLabels = map[string]string{"node-restriction.kubernetes.io/pool": "a"}
+		}, "unknown 'kubernetes.io' or 'k8s.io' labels specified with --node-labels: [node-restriction.kubernetes.io/pool]\n--node-labels in the 'kubernetes.io' namespace must begin with an allowed prefix (kubelet.kubernetes.io, node.kubernetes.io) or be in the specifically allowed set (beta.kubernetes.io/arch, "},
+		{"role and k8s.io labels, sorted", func(c *Config) {
+			c.NodeLabels = map[string]string{"node-role.kubernetes.io/worker": "", "foo.k8s.io/bar": "1", "k8s.io/x": "2", "role": "worker"}
+		}, "labels specified with --node-labels: [foo.k8s.io/bar k8s.io/x node-role.kubernetes.io/worker]\n"},
 		{"several errors at once", func(c *Config) { c.NodeName = ""; c.LeaseDurationSeconds = -1 }, "lease duration"},
 	}
 	for _, tt := range tests {
