@@ -137,6 +137,7 @@ func (c *Cache) putLocked(key string, obj runtime.Object, modRev, evRev int64, d
 	e := &entry{key: key, obj: obj, modRev: modRev}
 	c.objects[key] = e
 	c.sorted.ReplaceOrInsert(e)
+	c.counts.add(key, 1)
 	c.pushLocked(event{typ: watch.Added, key: key, obj: obj, rev: evRev})
 }
 
@@ -151,6 +152,7 @@ func (c *Cache) deleteLocked(key string, rev int64, d *decoded) {
 	}
 	delete(c.objects, key)
 	c.sorted.Delete(e)
+	c.counts.add(key, -1)
 	last := c.currentLocked(e, d)
 	if last == nil {
 		// Its cold value did not decode (logged): no object to send.
@@ -196,6 +198,7 @@ func (c *Cache) replace(kvs []decodedKV, rev int64) {
 			e := &entry{key: kv.key, obj: kv.obj, modRev: kv.modRev}
 			c.objects[kv.key] = e
 			c.sorted.ReplaceOrInsert(e)
+			c.counts.add(kv.key, 1)
 		}
 		return
 	}

@@ -29,6 +29,16 @@ const (
 	// goes cold, a Node between status reports (5 min) does, and a fleet
 	// that registers at once is compressed within 20 s.
 	DefaultColdAfter = 15 * time.Second
+	// DefaultSlowWatcherTimeout is how long a watcher's buffer may stay
+	// full before the watcher is closed. kube-apiserver's cacher waits at
+	// most its dispatch budget (about 100 ms, shared by all watchers)
+	// because its dispatcher blocks on every watcher; here each watcher
+	// reads the window on its own goroutine, so a longer bound costs no
+	// other watcher anything and spares clients a re-list over a hiccup.
+	DefaultSlowWatcherTimeout = 5 * time.Second
+	// DefaultListBudget bounds the objects that pages being served hold at
+	// once (see ListPage): four lists of 50,000 objects, or one of any size.
+	DefaultListBudget = 200_000
 )
 
 // Options configures a Cache.
@@ -80,6 +90,13 @@ type Options struct {
 	// TooNewWait bounds how long Watch waits for a future revision
 	// (DefaultTooNewWait if 0).
 	TooNewWait time.Duration
+	// SlowWatcherTimeout is how long a watcher may wait for room in its full
+	// Events buffer before it is closed as too slow
+	// (DefaultSlowWatcherTimeout if 0).
+	SlowWatcherTimeout time.Duration
+	// ListBudget bounds the objects held by the pages ListPage hands out
+	// and their callers have not yet released (DefaultListBudget if 0).
+	ListBudget int64
 	// Logger receives decode failures and storage watch restarts
 	// (slog.Default() if nil).
 	Logger *slog.Logger
@@ -117,7 +134,11 @@ type Cache struct {
 	mu      sync.RWMutex
 	objects map[string]*entry
 	sorted  *btree.BTreeG[*entry]
-	events  *ring
+	// counts holds the number of keys under every prefix ending in "/"
+	// (see counts.go), so a first page knows how many keys follow it
+	// without visiting them.
+	counts prefixCounts
+	events *ring
 	// loaded is set by the first list.
 	loaded bool
 	// rev is the newest revision applied (a list's revision or an event's).
@@ -133,6 +154,10 @@ type Cache struct {
 	done     chan struct{} // closed when Run returns
 	started  atomic.Bool
 	watchers atomic.Int64
+	// terminated counts the watchers closed for being too slow.
+	terminated atomic.Int64
+	// lists bounds the objects held by unreleased pages.
+	lists *budget
 }
 
 // New returns a cache over store; it holds nothing until Run has listed.
@@ -152,6 +177,12 @@ func New(store storage.Interface, opts Options) *Cache {
 	if opts.ColdAfter <= 0 {
 		opts.ColdAfter = DefaultColdAfter
 	}
+	if opts.SlowWatcherTimeout <= 0 {
+		opts.SlowWatcherTimeout = DefaultSlowWatcherTimeout
+	}
+	if opts.ListBudget <= 0 {
+		opts.ListBudget = DefaultListBudget
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
@@ -163,6 +194,8 @@ func New(store storage.Interface, opts Options) *Cache {
 		cold:    newColdStore(opts.Prefix),
 		objects: make(map[string]*entry),
 		sorted:  btree.NewG(32, entryLess),
+		counts:  prefixCounts{},
+		lists:   newBudget(opts.ListBudget),
 		events:  newRing(opts.Window),
 		changed: make(chan struct{}),
 		ready:   make(chan struct{}),
@@ -253,54 +286,11 @@ func copyOf(e *entry) entry {
 // accepts (all if pred is nil), in key order, and the revision they are the
 // state at. The objects are shared: DeepCopy them before changing them. pred
 // may run under the cache's read lock: it must be quick and must not call
-// back into the cache.
+// back into the cache. It is ListPage without a limit or a budget, for
+// in-process callers; the API serves lists with ListPage.
 func (c *Cache) List(prefix string, pred func(runtime.Object) bool) ([]runtime.Object, int64) {
-	var (
-		objs []runtime.Object
-		// Cold entries are decoded and judged after the lock is released;
-		// until then each holds a nil place in objs, at cold[i].at.
-		cold []coldPlace
-	)
-	c.mu.RLock()
-	c.sorted.AscendGreaterOrEqual(&entry{key: prefix}, func(e *entry) bool {
-		if !strings.HasPrefix(e.key, prefix) {
-			return false
-		}
-		switch {
-		case e.obj == nil:
-			cold = append(cold, coldPlace{at: len(objs), st: *e})
-			objs = append(objs, nil)
-		case pred == nil || pred(e.obj):
-			objs = append(objs, e.obj)
-		}
-		return true
-	})
-	rev := c.rev
-	c.mu.RUnlock()
-	if len(cold) == 0 {
-		return objs, rev
-	}
-
-	for _, p := range cold {
-		if o, ok := c.resolve(p.st); ok && (pred == nil || pred(o)) {
-			objs[p.at] = o
-		}
-	}
-	kept := objs[:0]
-	for _, o := range objs {
-		if o != nil {
-			kept = append(kept, o)
-		}
-	}
-	clear(objs[len(kept):])
-	return kept, rev
-}
-
-// coldPlace is a cold entry to decode once the lock is released, and its
-// place in the result.
-type coldPlace struct {
-	at int
-	st entry
+	p := c.page(PageRequest{Prefix: prefix, Predicate: pred})
+	return p.Objects, p.Revision
 }
 
 // KeyRevision is a key and the storage revision of its current object.
@@ -339,6 +329,11 @@ func (c *Cache) snapshotLocked(prefix string) []entry {
 	})
 	return states
 }
+
+// TerminatedWatchers is how many watchers were closed because their
+// reader left their buffer full for Options.SlowWatcherTimeout (kube-
+// apiserver's apiserver_terminated_watchers_total).
+func (c *Cache) TerminatedWatchers() int64 { return c.terminated.Load() }
 
 // watchersChanged adjusts the open watcher count and reports it.
 func (c *Cache) watchersChanged(delta int64) {

@@ -18,7 +18,30 @@
 //     its own cursor, so the dispatcher never waits on (or copies for) any
 //     watcher. A watcher whose unread events are evicted from the window is too
 //     slow: its channel closes after the events it already took, and its client
-//     re-watches from the last revision it saw.
+//     re-watches from the last revision it saw. So is a watcher whose reader
+//     leaves its Events buffer full for Options.SlowWatcherTimeout (5 s by
+//     default): the API's watch stream then ends and the client re-lists,
+//     as with kube-apiserver's "Forcing watcher close due to
+//     unresponsiveness".
+//   - Memory per watcher is bounded. A watcher holds at most
+//     WatcherBuffer (100) events in its channel plus readBatch (256) copied
+//     out of the window, each a header of at most 80 bytes and a pointer to an object
+//     shared with the cache and every other watcher; it pins an object on
+//     its own only once the window has evicted it. Its worst case is thus
+//     (WatcherBuffer + readBatch) x the largest object, an object being at
+//     most a 3 MiB request body: about 180 KB for 356 Lease events of 0.5 KB,
+//     1 GiB only for 356 distinct maximal objects evicted while it waited.
+//     A watch with InitialState also holds a 64-byte copy of every entry
+//     under its prefix (6.4 MB per 100,000 objects, plus the versions of
+//     those objects that change meanwhile) until its initial events are
+//     sent. Either way a reader that stops reading keeps it for at most
+//     SlowWatcherTimeout; then the watcher's goroutine ends and drops all
+//     of it but the events already in its channel.
+//   - ListPage visits keys in order from its start and stops after Limit
+//     matches, so a page costs its size, not the list's. The objects all
+//     unreleased pages hold are bounded by Options.ListBudget (200,000 by
+//     default): a list waits for its share, and one larger than the whole
+//     budget runs alone.
 //   - A BOOKMARK at revision R is sent only after every event with revision <= R
 //     that the watcher matches has been sent.
 //   - Objects handed out (Get, List, Event.Object) are shared between all

@@ -69,13 +69,16 @@ type Watcher struct {
 	initial    []entry // snapshot to send first (InitialState)
 	initialEnd int64   // revision of that snapshot
 	cursor     uint64  // sequence number of the next window event to read
+	// slow times a send into a full buffer (created on the first one).
+	slow *time.Timer
 }
 
 // Watch starts a watcher. It waits for the cache to be ready, and for up to
 // Options.TooNewWait for the cache to reach FromRevision (*TooNewError after
 // that). A FromRevision whose following events left the window fails with
 // *TooOldError. The watcher stops when ctx ends, Stop is called, the cache
-// stops, or it falls a whole window behind (too slow): Events then closes.
+// stops, or it is too slow (a whole window behind, or its Events buffer
+// full for Options.SlowWatcherTimeout): Events then closes.
 func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) {
 	if err := c.WaitReady(ctx); err != nil {
 		return nil, err
@@ -157,6 +160,11 @@ func (w *Watcher) run(ctx context.Context) {
 	defer close(w.exited)
 	defer c.watchersChanged(-1)
 	defer close(w.out)
+	defer func() {
+		if w.slow != nil {
+			w.slow.Stop()
+		}
+	}()
 
 	for _, st := range w.initial {
 		obj, ok := c.resolve(st)
@@ -228,11 +236,29 @@ func (w *Watcher) run(ctx context.Context) {
 	}
 }
 
-// send delivers ev unless the watcher is stopping.
+// send delivers ev unless the watcher is stopping, or its reader leaves
+// the buffer full for Options.SlowWatcherTimeout: the watcher is then too
+// slow and ends (false), as kube-apiserver's cacher forces an unresponsive
+// watcher closed, so it pins no more events and its client re-lists.
 func (w *Watcher) send(ctx context.Context, ev Event) bool {
 	select {
 	case w.out <- ev:
 		return true
+	default:
+	}
+	if w.slow == nil {
+		w.slow = time.NewTimer(w.c.opts.SlowWatcherTimeout)
+	} else {
+		w.slow.Reset(w.c.opts.SlowWatcherTimeout)
+	}
+	select {
+	case w.out <- ev:
+		w.slow.Stop()
+		return true
+	case <-w.slow.C:
+		w.c.terminated.Add(1)
+		w.c.log.Info("closing watcher whose buffer stayed full; its client must re-list",
+			"watchPrefix", w.opts.Prefix, "buffered", len(w.out), "waited", w.c.opts.SlowWatcherTimeout.String())
 	case <-ctx.Done():
 	case <-w.stop:
 	case <-w.c.done:
