@@ -91,8 +91,30 @@ func EnsureCA(dir string) (*CA, error) {
 	}
 }
 
+// LoadCA loads the CA that EnsureCA keeps in dir, without ever creating
+// one: tools that issue credentials for a running server must sign with the
+// server's own CA, and a CA made up in the wrong directory would only give
+// credentials the server refuses.
+func LoadCA(dir string) (*CA, error) {
+	certPath := filepath.Join(dir, CACertFile)
+	keyPath := filepath.Join(dir, CAKeyFile)
+	for _, p := range []string{certPath, keyPath} {
+		ok, err := fileExists(p)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("no CA in %s: %s does not exist (the server creates its CA there on first start)", dir, p)
+		}
+	}
+	return loadCA(certPath, keyPath)
+}
+
 // loadCA reads and checks an existing CA pair.
 func loadCA(certPath, keyPath string) (*CA, error) {
+	if err := restrictKeyMode(keyPath); err != nil {
+		return nil, err
+	}
 	certPEM, err := os.ReadFile(certPath)
 	if err != nil {
 		return nil, fmt.Errorf("read CA certificate: %w", err)
@@ -156,11 +178,11 @@ func generateCA(certPath, keyPath string) (*CA, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(keyPath, keyPEM, 0o600); err != nil {
+	if err := WriteFileAtomic(keyPath, keyPEM, 0o600); err != nil {
 		return nil, fmt.Errorf("write CA key: %w", err)
 	}
 	certPEM := encodeCertPEM(der)
-	if err := writeFileAtomic(certPath, certPEM, 0o644); err != nil {
+	if err := WriteFileAtomic(certPath, certPEM, 0o644); err != nil {
 		return nil, fmt.Errorf("write CA certificate: %w", err)
 	}
 	return &CA{cert: cert, certPEM: certPEM, key: key}, nil

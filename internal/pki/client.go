@@ -1,7 +1,6 @@
 package pki
 
 import (
-	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
@@ -15,61 +14,73 @@ import (
 // Kubernetes uses for x509 client authentication. It returns the PEM
 // certificate and PEM (PKCS #8) private key, ready for a kubeconfig.
 // Groups are a set: DER encodes them sorted, so their order is not kept.
+// The certificate never outlives the CA: a longer validity is cut at the
+// CA's expiry, as Kubernetes' CSR signer does.
 func (ca *CA) IssueClientCert(user string, groups []string, validity time.Duration) (certPEM, keyPEM []byte, err error) {
+	_, certPEM, keyPEM, err = ca.issueClientCert(user, groups, validity)
+	return certPEM, keyPEM, err
+}
+
+func (ca *CA) issueClientCert(user string, groups []string, validity time.Duration) (cert *x509.Certificate, certPEM, keyPEM []byte, err error) {
 	if user == "" {
-		return nil, nil, errors.New("issue client certificate: user name is empty")
+		return nil, nil, nil, errors.New("issue client certificate: user name is empty")
 	}
 	if validity <= 0 {
-		return nil, nil, fmt.Errorf("issue client certificate for %q: validity %s is not positive", user, validity)
+		return nil, nil, nil, fmt.Errorf("issue client certificate for %q: validity %s is not positive", user, validity)
 	}
 	key, err := newKey()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	now := time.Now()
+	notAfter := now.Add(validity)
+	if notAfter.After(ca.cert.NotAfter) {
+		notAfter = ca.cert.NotAfter
+	}
 	tmpl := &x509.Certificate{
 		Subject: pkix.Name{
 			CommonName:   user,
 			Organization: slices.Clone(groups),
 		},
 		NotBefore:             now.Add(-backdate),
-		NotAfter:              now.Add(validity),
+		NotAfter:              notAfter,
 		KeyUsage:              x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 		BasicConstraintsValid: true,
 	}
-	cert, err := ca.sign(tmpl, key.Public())
+	cert, err = ca.sign(tmpl, key.Public())
 	if err != nil {
-		return nil, nil, fmt.Errorf("issue client certificate: %w", err)
+		return nil, nil, nil, fmt.Errorf("issue client certificate: %w", err)
 	}
 	keyPEM, err = encodeKeyPEM(key)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return encodeCertPEM(cert.Raw), keyPEM, nil
+	return cert, encodeCertPEM(cert.Raw), keyPEM, nil
 }
 
-// UserFromCert maps a verified client certificate to a Kubernetes identity:
-// the common name is the user and the organizations are the groups. An
-// empty name means the certificate carries no user and the request must be
-// treated as unauthenticated, as kube-apiserver does. The caller must only
-// pass certificates that were verified against a trusted CA.
+// ClientKubeconfig mints a client certificate for user in groups, valid for
+// validity (cut at the CA's expiry), and returns a kubeconfig for serverURL
+// that carries it (see EncodeKubeconfig) and the certificate's expiry. The
+// kubeconfig holds a private key: write it with mode 0600 (WriteFileAtomic).
+func (ca *CA) ClientKubeconfig(serverURL, user string, groups []string, validity time.Duration) (kubeconfig []byte, notAfter time.Time, err error) {
+	cert, certPEM, keyPEM, err := ca.issueClientCert(user, groups, validity)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	kubeconfig, err = EncodeKubeconfig(serverURL, ca.certPEM, certPEM, keyPEM, user)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	return kubeconfig, cert.NotAfter, nil
+}
+
+// UserFromCert maps a client certificate to a Kubernetes identity: the
+// common name is the user and the organizations are the groups. It says
+// nothing about whether the certificate is trusted.
 func UserFromCert(cert *x509.Certificate) (name string, groups []string) {
 	if cert == nil {
 		return "", nil
 	}
 	return cert.Subject.CommonName, slices.Clone(cert.Subject.Organization)
-}
-
-// UserFromConnectionState returns the identity of the client certificate
-// that the TLS handshake verified (the leaf of the first verified chain),
-// and ok=false when the client sent no certificate or it carries no user.
-// Using VerifiedChains rather than PeerCertificates guarantees that only
-// certificates checked against the client CA pool are trusted.
-func UserFromConnectionState(cs *tls.ConnectionState) (name string, groups []string, ok bool) {
-	if cs == nil || len(cs.VerifiedChains) == 0 || len(cs.VerifiedChains[0]) == 0 {
-		return "", nil, false
-	}
-	name, groups = UserFromCert(cs.VerifiedChains[0][0])
-	return name, groups, name != ""
 }

@@ -5,8 +5,11 @@
 //
 // Invariants:
 //   - Everything lives as PEM files in one data directory; private keys are
-//     always written with mode 0600 and every file is written atomically
-//     (temporary file + fsync + rename), so a crash never leaves a torn file.
+//     always written with mode 0600 (and key files found wider on start are
+//     restricted to it) and every file is written atomically (temporary
+//     file + fsync + rename), so a crash never leaves a torn file.
+//   - The server only requests client certificates (TLS 1.2 or later);
+//     internal/authn verifies them per request against ClientCAPool.
 //   - The CA is generated once and then reused forever: clients that trust it
 //     (kubeconfigs handed out earlier) must keep working across restarts.
 //   - Derived material (serving certificate, admin kubeconfig) is reused only

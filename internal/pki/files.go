@@ -17,10 +17,10 @@ const (
 	pemTypeKey  = "PRIVATE KEY" // PKCS #8
 )
 
-// writeFileAtomic writes data to path through a temporary file in the same
+// WriteFileAtomic writes data to path through a temporary file in the same
 // directory followed by a rename, so that readers (and a restarted server)
 // see either the old content or the new one, never a partial file.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -131,4 +131,22 @@ func fileExists(path string) (bool, error) {
 	default:
 		return false, fmt.Errorf("stat %s: %w", path, err)
 	}
+}
+
+// restrictKeyMode makes a file that holds a private key readable by its
+// owner only (0600) if its group or others have any access: files from
+// older versions, restored from a backup or copied with cp may be wider,
+// and a key others can read is no longer private.
+func restrictKeyMode(path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", path, err)
+	}
+	if st.Mode().Perm()&0o077 == 0 {
+		return nil
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		return fmt.Errorf("restrict %s to mode 0600: %w", path, err)
+	}
+	return nil
 }

@@ -27,12 +27,24 @@ const (
 )
 
 // WriteKubeconfig writes, atomically and with mode 0600 (it holds a private
-// key), a kubeconfig with one cluster and one context named "leasehold"
-// (current) and one user named user, all credentials embedded as data so the
-// file works wherever it is copied.
+// key), the kubeconfig EncodeKubeconfig returns.
 func WriteKubeconfig(path, serverURL string, caPEM, certPEM, keyPEM []byte, user string) error {
+	data, err := EncodeKubeconfig(serverURL, caPEM, certPEM, keyPEM, user)
+	if err != nil {
+		return err
+	}
+	if err := WriteFileAtomic(path, data, 0o600); err != nil {
+		return fmt.Errorf("write kubeconfig: %w", err)
+	}
+	return nil
+}
+
+// EncodeKubeconfig returns a kubeconfig with one cluster and one context
+// named "leasehold" (current) and one user named user, all credentials
+// embedded as data so the file works wherever it is copied.
+func EncodeKubeconfig(serverURL string, caPEM, certPEM, keyPEM []byte, user string) ([]byte, error) {
 	if user == "" {
-		return errors.New("write kubeconfig: user name is empty")
+		return nil, errors.New("write kubeconfig: user name is empty")
 	}
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters[KubeconfigClusterName] = &clientcmdapi.Cluster{
@@ -50,12 +62,9 @@ func WriteKubeconfig(path, serverURL string, caPEM, certPEM, keyPEM []byte, user
 	cfg.CurrentContext = KubeconfigClusterName
 	data, err := clientcmd.Write(*cfg)
 	if err != nil {
-		return fmt.Errorf("encode kubeconfig for %q: %w", user, err)
+		return nil, fmt.Errorf("encode kubeconfig for %q: %w", user, err)
 	}
-	if err := writeFileAtomic(path, data, 0o600); err != nil {
-		return fmt.Errorf("write kubeconfig: %w", err)
-	}
-	return nil
+	return data, nil
 }
 
 // EnsureAdminKubeconfig returns the path of dir/admin.kubeconfig for user
@@ -67,6 +76,9 @@ func WriteKubeconfig(path, serverURL string, caPEM, certPEM, keyPEM []byte, user
 func (ca *CA) EnsureAdminKubeconfig(dir, serverURL string) (path string, err error) {
 	path = filepath.Join(dir, AdminKubeconfigFile)
 	if ca.adminKubeconfigReusable(path, serverURL) {
+		if err := restrictKeyMode(path); err != nil {
+			return "", err
+		}
 		return path, nil
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {

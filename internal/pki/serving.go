@@ -34,6 +34,9 @@ func (ca *CA) EnsureServingCert(dir string, hosts []string) (certFile, keyFile s
 	}
 
 	if ca.servingCertReusable(certFile, keyFile, all) {
+		if err := restrictKeyMode(keyFile); err != nil {
+			return "", "", err
+		}
 		return certFile, keyFile, nil
 	}
 	if err := ca.issueServingCert(certFile, keyFile, all, time.Now(), LeafValidity); err != nil {
@@ -127,10 +130,10 @@ func (ca *CA) issueServingCert(certFile, keyFile string, hosts []string, notBefo
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(keyFile, keyPEM, 0o600); err != nil {
+	if err := WriteFileAtomic(keyFile, keyPEM, 0o600); err != nil {
 		return fmt.Errorf("write serving key: %w", err)
 	}
-	if err := writeFileAtomic(certFile, encodeCertPEM(cert.Raw), 0o644); err != nil {
+	if err := WriteFileAtomic(certFile, encodeCertPEM(cert.Raw), 0o644); err != nil {
 		return fmt.Errorf("write serving certificate: %w", err)
 	}
 	return nil

@@ -161,7 +161,7 @@ func mustParseCertFile(t *testing.T, path string) *x509.Certificate {
 
 func mustCopy(t *testing.T, from, to string) {
 	t.Helper()
-	if err := writeFileAtomic(to, mustRead(t, from), 0o600); err != nil {
+	if err := WriteFileAtomic(to, mustRead(t, from), 0o600); err != nil {
 		t.Fatal(err)
 	}
 }

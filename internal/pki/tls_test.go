@@ -3,6 +3,7 @@ package pki
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"log"
@@ -16,6 +17,8 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/leasehold/leasehold/internal/authn"
 )
 
 // whoami is what the test server reports about each request.
@@ -24,23 +27,31 @@ type whoami struct {
 	Authenticated bool     `json:"authenticated"`
 	User          string   `json:"user"`
 	Groups        []string `json:"groups"`
+	Error         string   `json:"error"`
 }
 
-// startTLSServer serves whoami answers over cfg on a free 127.0.0.1 port and
-// stops the server (and waits for it) when the test ends.
-func startTLSServer(t *testing.T, cfg *tls.Config) string {
+// startTLSServer serves whoami answers over cfg on a free 127.0.0.1 port,
+// identifying callers by their client certificate verified against
+// clientCAs as the API server does, and stops the server (and waits for it)
+// when the test ends.
+func startTLSServer(t *testing.T, cfg *tls.Config, clientCAs *x509.CertPool) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	certs := authn.NewCertAuthenticator(clientCAs, 0)
 	srv := &http.Server{
 		ReadHeaderTimeout: 5 * time.Second,
 		ErrorLog:          log.New(testLogWriter{t}, "server: ", 0),
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			var ans whoami
 			ans.Proto = r.Proto
-			ans.User, ans.Groups, ans.Authenticated = UserFromConnectionState(r.TLS)
+			u, ok, err := certs.AuthenticateRequest(r)
+			ans.User, ans.Groups, ans.Authenticated = u.Name, u.Groups, ok
+			if err != nil {
+				ans.Error = err.Error()
+			}
 			w.Header().Set("Content-Type", "application/json")
 			_ = json.NewEncoder(w).Encode(ans)
 		}),
@@ -116,7 +127,7 @@ func TestKubeconfigClientsAuthenticateOverHTTP2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := startTLSServer(t, cfg)
+	url := startTLSServer(t, cfg, ca.Pool())
 
 	adminPath, err := ca.EnsureAdminKubeconfig(dir, url)
 	if err != nil {
@@ -162,7 +173,7 @@ func TestClientWithoutCertificateHandshakes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := startTLSServer(t, cfg)
+	url := startTLSServer(t, cfg, ca.Pool())
 
 	transport := &http.Transport{
 		TLSClientConfig:   &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12},
@@ -188,8 +199,44 @@ func TestClientWithoutCertificateHandshakes(t *testing.T) {
 	if err := WriteKubeconfig(path, url, ca.CertPEM(), strangerCert, strangerKey, "mallory"); err != nil {
 		t.Fatal(err)
 	}
-	if ans, err := ask(t, kubeconfigClient(t, path), url); err == nil {
-		t.Fatalf("certificate from an untrusted CA was accepted: %+v", ans)
+	// The handshake succeeds (the server only requests certificates), and
+	// the authenticator refuses the certificate, so the API can answer 401.
+	ans, err = ask(t, kubeconfigClient(t, path), url)
+	if err != nil {
+		t.Fatalf("request with an untrusted certificate failed in TLS: %v", err)
+	}
+	if ans.Authenticated || !strings.Contains(ans.Error, "certificate signed by unknown authority") {
+		t.Fatalf("certificate from an untrusted CA: server saw %+v, want an unknown-authority error", ans)
+	}
+}
+
+func TestServerRefusesTLS11(t *testing.T) {
+	dir := t.TempDir()
+	ca := mustCA(t, dir)
+	certFile, keyFile, err := ca.EnsureServingCert(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ca.ServerTLSConfig(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MinVersion != tls.VersionTLS12 || cfg.ClientAuth != tls.RequestClientCert {
+		t.Fatalf("MinVersion %x ClientAuth %v, want TLS 1.2 and RequestClientCert", cfg.MinVersion, cfg.ClientAuth)
+	}
+	url := startTLSServer(t, cfg, ca.Pool())
+	transport := &http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs: ca.Pool(), MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11,
+	}}
+	client := &http.Client{Transport: transport}
+	defer client.CloseIdleConnections()
+	resp, err := client.Get(url + "/whoami")
+	if err == nil {
+		resp.Body.Close()
+		t.Fatalf("a TLS 1.1 client was served")
+	}
+	if !strings.Contains(err.Error(), "protocol version") {
+		t.Fatalf("TLS 1.1 client: got %v, want a protocol version alert", err)
 	}
 }
 
@@ -210,7 +257,11 @@ func TestUserSuppliedServingCertAndExtraClientCA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := startTLSServer(t, cfg)
+	pool, err := ca.ClientCAPool("", filepath.Join(opsDir, CACertFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := startTLSServer(t, cfg, pool)
 
 	for _, issuer := range []*CA{ca, ops} {
 		certPEM, keyPEM, err := issuer.IssueClientCert("alice", []string{"devs"}, time.Hour)
