@@ -48,9 +48,17 @@ type Config struct {
 	// NotReady nodes) that makes a zone partially disrupted.
 	UnhealthyZoneThreshold float64
 
-	// Clock drives probe timestamps, tickers and rate limiters (a fake one in tests).
-	Clock  clock.WithTicker
-	Logger *slog.Logger
+	// Clock drives tickers, rate limiters and the times the controller
+	// writes (a fake one in tests).
+	Clock clock.WithTicker
+	// Monotonic is the time elapsed since the controller started, on a
+	// clock that is never stepped: probe timestamps (when the controller
+	// last saw a node alive) are taken from it, so a step of the wall clock
+	// (NTP, an operator) neither ages nor rejuvenates every node at once.
+	// nil means Clock.Since(the start), which for the real clock reads
+	// Go's monotonic clock.
+	Monotonic func() time.Duration
+	Logger    *slog.Logger
 	// OnMonitorPass, if set, is called after every monitor pass with its
 	// duration and the number of nodes it looked at (serve feeds a metric).
 	OnMonitorPass func(d time.Duration, nodes int)
@@ -80,6 +88,10 @@ func (c *Config) defaults() {
 	}
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
+	}
+	if c.Monotonic == nil {
+		clk, start := c.Clock, c.Clock.Now()
+		c.Monotonic = func() time.Duration { return clk.Since(start) }
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -1,7 +1,7 @@
 // Package nodelifecycle is Leasehold's node lifecycle controller, the part of
 // kube-controller-manager's controller that judges node health from
 // heartbeats and reacts to it (reference §3): a node is alive while its
-// kube-node-lease Lease's renewTime moves forward or its Ready condition's
+// kube-node-lease Lease's renewTime changes or its Ready condition's
 // lastHeartbeatTime changes; after the grace period its Ready and pressure
 // conditions become Unknown, it gets the NoSchedule and (rate-limited, per
 // zone) NoExecute unreachable / not-ready taints, and events record what the
@@ -9,9 +9,15 @@
 //
 // Invariants:
 //
-//   - Probe timestamps are stamped with the controller's own clock, never
-//     with times written by nodes (clock skew), and only a strictly later
-//     renewTime or a changed Ready heartbeat moves them.
+//   - Probe timestamps are readings of the controller's monotonic clock
+//     (Config.Monotonic), never wall-clock times and never times written by
+//     nodes (clock skew): a node's silence is the monotonic time since the
+//     controller saw its renewTime or Ready heartbeat change, so a step of
+//     the wall clock, forward or back, on the server or the nodes, marks no
+//     node Unknown and keeps no silent node alive. Only a changed renewTime
+//     (earlier ones too: a node whose clock stepped back is renewing) or a
+//     changed Ready heartbeat moves them; the one wall-clock age used is a
+//     never-posted node's creation age, converted once at first sight.
 //   - All decisions and bookkeeping happen on one goroutine (Run's), so the
 //     per-node and per-zone state needs no locks. Only the API writes that a
 //     pass (or a round of watched node changes) decided on go out in

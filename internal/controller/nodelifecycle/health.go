@@ -37,8 +37,12 @@ type nodeHealth struct {
 	// condition; heartbeat is that condition's lastHeartbeatTime.
 	readySeen bool
 	heartbeat stamp
-	// probe is when the node last showed a sign of life, on the controller's clock.
-	probe stamp
+	// probe is when the controller last saw the node show a sign of life
+	// (a new heartbeat or renewTime), on its monotonic clock: ages are
+	// judged from the observation, never from the node's own stamps, so
+	// wall-clock steps on either side change nothing (upstream's
+	// nodeHealth.probeTimestamp, measured monotonically).
+	probe mono
 	// lease is the node lease's renewTime last seen to advance.
 	lease leaseMark
 }
@@ -60,6 +64,9 @@ func markOf(l *coordinationv1.Lease) leaseMark {
 	return m
 }
 
+// mono is a reading of Config.Monotonic: time since the controller started.
+type mono time.Duration
+
 // stamp is a time as Unix nanoseconds, 0 for the zero time. Equal stamps
 // are equal times (the API's times are whole seconds or microseconds).
 type stamp int64
@@ -69,13 +76,6 @@ func stampOf(t time.Time) stamp {
 		return 0
 	}
 	return stamp(t.UnixNano())
-}
-
-func (s stamp) time() time.Time {
-	if s == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, int64(s))
 }
 
 // withReady returns h remembering ready (nil: the status had no Ready condition).
@@ -135,7 +135,7 @@ type healthUpdate struct {
 // *u, one element of a buffer the pass allocates at once, so that looking
 // at a healthy node allocates nothing.
 func (c *Controller) assessHealth(v *nodeView, full *corev1.Node, u *healthUpdate) {
-	now := c.clock.Now()
+	now, seen := c.clock.Now(), mono(c.cfg.Monotonic())
 	h, known := c.health[v.name]
 	// Whatever happens below, remember what was seen.
 	defer func() { c.health[v.name] = h }()
@@ -153,7 +153,9 @@ func (c *Controller) assessHealth(v *nodeView, full *corev1.Node, u *healthUpdat
 		}
 		grace = c.cfg.StartupGracePeriod
 		if !known {
-			h = nodeHealth{probe: stampOf(v.created.Time)}
+			// The only age taken from the wall clock: the node's, at the
+			// first look, converted to the monotonic clock once.
+			h = nodeHealth{probe: seen - mono(max(0, now.Sub(v.created.Time)))}
 		}
 		h, known = h.withReady(nil), true
 	} else {
@@ -164,24 +166,27 @@ func (c *Controller) assessHealth(v *nodeView, full *corev1.Node, u *healthUpdat
 	switch {
 	case !known:
 		// First look at a node that has a status: count it as alive now.
-		h = nodeHealth{probe: stampOf(now)}.withReady(current)
+		h = nodeHealth{probe: seen}.withReady(current)
 	case !h.readySeen && current != nil, h.readySeen && current == nil:
 		// A first Ready condition, or (wrongly) a removed one: start afresh.
-		h = nodeHealth{probe: stampOf(now), lease: h.lease}.withReady(current)
+		h = nodeHealth{probe: seen, lease: h.lease}.withReady(current)
 	case h.readySeen && h.heartbeat != stampOf(current.LastHeartbeatTime.Time):
 		// The node posted status: a heartbeat.
-		h.probe = stampOf(now)
+		h.probe = seen
 		h = h.withReady(current)
 	}
 
-	// A lease renewal is a heartbeat only if renewTime strictly advanced: a
-	// rewrite with the same renewTime (or a new resourceVersion) is not one.
-	if l := c.cluster.nodeLease(v.name); l != nil && renewedAfter(l, h.lease) {
+	// A lease renewal is a heartbeat only if renewTime changed: a rewrite
+	// with the same renewTime (or a new resourceVersion) is not one. A
+	// renewTime earlier than the last is one too: the node's clock was
+	// stepped back, and it is renewing all the same.
+	if l := c.cluster.nodeLease(v.name); l != nil && renewed(l, h.lease) {
 		h.lease = markOf(l)
-		h.probe = stampOf(now)
+		h.probe = seen
 	}
 
-	if !now.After(h.probe.time().Add(grace)) {
+	silent := time.Duration(seen - h.probe)
+	if silent <= grace {
 		return
 	}
 	// Only silent nodes get here: copying every node on every pass cost
@@ -201,7 +206,7 @@ func (c *Controller) assessHealth(v *nodeView, full *corev1.Node, u *healthUpdat
 	if equality.Semantic.DeepEqual(u.current, &u.observed) {
 		return
 	}
-	c.log.Info("node stopped posting status", "node", v.name, "silentFor", now.Sub(h.probe.time()).String(), "grace", grace.String())
+	c.log.Info("node stopped posting status", "node", v.name, "silentFor", silent.String(), "grace", grace.String())
 	u.write = marked
 	written := nodeHealth{probe: h.probe, lease: h.lease}.withReady(u.current)
 	u.written = &written
@@ -221,9 +226,9 @@ func (c *Controller) updateHealth(ctx context.Context, n *corev1.Node) (observed
 	return u.observed, u.current, nil
 }
 
-// renewedAfter reports whether l's renewTime is strictly later than the
-// one saved (any renewTime is later than no lease seen).
-func renewedAfter(l *coordinationv1.Lease, saved leaseMark) bool {
+// renewed reports whether l's renewTime differs from the one saved (any
+// renewTime is new after no lease seen, or a lease without one).
+func renewed(l *coordinationv1.Lease, saved leaseMark) bool {
 	switch {
 	case !saved.seen:
 		return true
@@ -232,7 +237,7 @@ func renewedAfter(l *coordinationv1.Lease, saved leaseMark) bool {
 	case !saved.renewed:
 		return true
 	}
-	return saved.renewTime < stampOf(l.Spec.RenewTime.Time)
+	return saved.renewTime != stampOf(l.Spec.RenewTime.Time)
 }
 
 // markUnknown sets every timed-out condition of n to Unknown: missing ones

@@ -124,10 +124,10 @@ func (c *Controller) handleDisruption(ctx context.Context, zones map[string]zone
 	}
 	if allWereFull {
 		c.log.Info("Controller detected that some Nodes are Ready. Exiting master disruption mode")
-		now := c.clock.Now()
+		now := mono(c.cfg.Monotonic())
 		for _, v := range nodes {
 			if h, ok := c.health[v.name]; ok {
-				h.probe = stampOf(now)
+				h.probe = now
 				c.health[v.name] = h
 			}
 		}
