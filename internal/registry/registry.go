@@ -72,6 +72,30 @@ type Resource struct {
 	// keep a renewal's managedFields without running structured-merge-diff.
 	ChangedFields func(old, obj runtime.Object) (paths []fieldpath.Path, ok bool)
 
+	// PrepareForDelete, when set, decides what a DELETE (and each object
+	// of a deletecollection) does, before the generic path. It gets a
+	// private copy of the current object, which it may change (a namespace
+	// sets status.phase Terminating). keep=true: the object must stay for
+	// now; the caller stores this copy marked for deletion exactly as it
+	// marks an object held by metadata.finalizers (deletionTimestamp and
+	// deletionGracePeriodSeconds 0 if unset, the propagation policy's
+	// finalizers, conditional on the current resourceVersion, honouring
+	// dryRun) and answers 200 with it. keep=false: the generic path goes on
+	// with the current object. A non-nil error (an apimachinery StatusError)
+	// is the answer. Nil means keep=false.
+	PrepareForDelete func(obj runtime.Object) (keep bool, err error)
+	// FinalizersDone, when set, reports whether the finalizers the kind
+	// keeps outside metadata.finalizers (a namespace's spec.finalizers) are
+	// all gone. An update that leaves an object with a deletionTimestamp and
+	// no metadata.finalizers deletes it only if FinalizersDone(new object)
+	// is true too, as kube-apiserver's ShouldDeleteNamespaceDuringUpdate.
+	// Nil means true.
+	FinalizersDone func(obj runtime.Object) bool
+	// FinalizeSubresource serves <name>/finalize (update only, PUT), through
+	// which a namespace's spec.finalizers are changed; PrepareForUpdate is
+	// called with subresource "finalize".
+	FinalizeSubresource bool
+
 	// HandOffUpdates lets an update give the watch cache the object it
 	// wrote instead of the cache decoding the stored value again (see
 	// apiserver.Config.Intern). Set it only for types whose every slice and

@@ -1,6 +1,18 @@
-// Package namespace describes core v1 Namespaces. Leasehold keeps namespaces
-// simple: they exist or not (no finalization phase), and the system namespaces
-// are ensured by the namespaces controller at start.
+// Package namespace describes core v1 Namespaces and their lifecycle as in
+// Kubernetes: a namespace is created with the "kubernetes" finalizer in
+// spec.finalizers; its first DELETE only marks it (deletionTimestamp set,
+// status.phase Terminating) while the namespace controller deletes its
+// content and then removes that finalizer through namespaces/<name>/finalize;
+// an update that leaves a terminating namespace with no finalizers of
+// either kind deletes it. The system namespaces are ensured by the
+// namespaces controller at start; the NamespaceLifecycle admission plugin
+// refuses their deletion and any create in a terminating namespace.
+//
+// Invariants: spec.finalizers changes only through the finalize
+// subresource (a main-resource update keeps the stored ones, a status
+// update keeps the whole spec), status only through status, and both only
+// hold names that are qualified or standard (kubernetes, orphan,
+// foregroundDeletion), as kube-apiserver validates them.
 package namespace
 
 import (
@@ -28,31 +40,20 @@ func Resource(now func() time.Time) *registry.Resource {
 		ListKind:                 "NamespaceList",
 		ShortNames:               []string{"ns"},
 		StatusSubresource:        true,
+		FinalizeSubresource:      true,
 		AllowUnconditionalUpdate: true,
 		New:                      func() runtime.Object { return &corev1.Namespace{} },
 		NewList:                  func() runtime.Object { return &corev1.NamespaceList{} },
-		PrepareForCreate: func(obj runtime.Object) {
-			ns := obj.(*corev1.Namespace)
-			ns.Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive}
-			if ns.Labels == nil {
-				ns.Labels = map[string]string{}
-			}
-			ns.Labels[corev1.LabelMetadataName] = ns.Name
+		PrepareForCreate:         prepareForCreate,
+		PrepareForUpdate:         prepareForUpdate,
+		PrepareForDelete:         prepareForDelete,
+		FinalizersDone:           func(obj runtime.Object) bool { return len(obj.(*corev1.Namespace).Spec.Finalizers) == 0 },
+		ValidateCreate: func(obj runtime.Object) field.ErrorList {
+			return validateFinalizers(obj.(*corev1.Namespace))
 		},
-		PrepareForUpdate: func(obj, old runtime.Object, subresource string) {
-			ns, oldNS := obj.(*corev1.Namespace), old.(*corev1.Namespace)
-			if subresource == "status" {
-				ns.Spec = oldNS.Spec
-			} else {
-				ns.Status = oldNS.Status
-			}
-			if ns.Labels == nil {
-				ns.Labels = map[string]string{}
-			}
-			ns.Labels[corev1.LabelMetadataName] = ns.Name
+		ValidateUpdate: func(obj, _ runtime.Object) field.ErrorList {
+			return validateFinalizers(obj.(*corev1.Namespace))
 		},
-		ValidateCreate: func(runtime.Object) field.ErrorList { return nil },
-		ValidateUpdate: func(runtime.Object, runtime.Object) field.ErrorList { return nil },
 		SelectableFields: func(obj runtime.Object) fields.Set {
 			return fields.Set{"status.phase": string(obj.(*corev1.Namespace).Status.Phase)}
 		},
@@ -66,4 +67,63 @@ func Resource(now func() time.Time) *registry.Resource {
 			return []interface{}{ns.Name, string(ns.Status.Phase), registry.Age(ns.CreationTimestamp, now())}
 		},
 	}
+}
+
+// prepareForCreate makes a new namespace Active with the kubernetes
+// finalizer, which the namespace controller removes once the namespace's
+// content is gone.
+func prepareForCreate(obj runtime.Object) {
+	ns := obj.(*corev1.Namespace)
+	ns.Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive}
+	if !hasFinalizer(ns, corev1.FinalizerKubernetes) {
+		ns.Spec.Finalizers = append(ns.Spec.Finalizers, corev1.FinalizerKubernetes)
+	}
+	setNameLabel(ns)
+}
+
+// prepareForUpdate keeps what the subresource may not change: status on a
+// main update or finalize, the spec on a status update, and spec.finalizers
+// on a main update (only finalize changes them).
+func prepareForUpdate(obj, old runtime.Object, subresource string) {
+	ns, oldNS := obj.(*corev1.Namespace), old.(*corev1.Namespace)
+	switch subresource {
+	case "status":
+		ns.Spec = oldNS.Spec
+	case "finalize":
+		ns.Status = oldNS.Status
+	default:
+		ns.Spec.Finalizers = oldNS.Spec.Finalizers
+		ns.Status = oldNS.Status
+	}
+	setNameLabel(ns)
+}
+
+// prepareForDelete: the first DELETE marks the namespace Terminating and
+// keeps it; a later one deletes it only once spec.finalizers is empty.
+func prepareForDelete(obj runtime.Object) (bool, error) {
+	ns := obj.(*corev1.Namespace)
+	if ns.DeletionTimestamp == nil {
+		ns.Status.Phase = corev1.NamespaceTerminating
+		return true, nil
+	}
+	if len(ns.Spec.Finalizers) > 0 {
+		return false, errContentRemaining(ns.Name)
+	}
+	return false, nil
+}
+
+func hasFinalizer(ns *corev1.Namespace, f corev1.FinalizerName) bool {
+	for _, x := range ns.Spec.Finalizers {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+func setNameLabel(ns *corev1.Namespace) {
+	if ns.Labels == nil {
+		ns.Labels = map[string]string{}
+	}
+	ns.Labels[corev1.LabelMetadataName] = ns.Name
 }
