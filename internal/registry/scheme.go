@@ -3,9 +3,13 @@ package registry
 import (
 	"fmt"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authenticationv1beta1 "k8s.io/api/authentication/v1beta1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,6 +24,10 @@ func NewScheme() (*runtime.Scheme, error) {
 		corev1.AddToScheme,
 		coordinationv1.AddToScheme,
 		coordinationv1beta1.AddToScheme,
+		rbacv1.AddToScheme,
+		authorizationv1.AddToScheme,
+		authenticationv1.AddToScheme,
+		authenticationv1beta1.AddToScheme,
 		metav1.AddMetaToScheme,
 	} {
 		if err := add(s); err != nil {

@@ -15,20 +15,29 @@ import (
 	"github.com/leasehold/leasehold/internal/registry/namespace"
 	"github.com/leasehold/leasehold/internal/registry/node"
 	"github.com/leasehold/leasehold/internal/registry/pod"
+	"github.com/leasehold/leasehold/internal/registry/rbac"
 )
 
 type tlsConfigT = *tls.Config
 
 // Resources is the set of resources `serve` exposes.
 func Resources(now func() time.Time) *registry.Set {
-	return registry.NewSet(
+	core := []*registry.Resource{
 		namespace.Resource(now),
 		lease.Resource(now),
 		node.Resource(now),
 		event.Resource(now),
 		leasecandidate.Resource(now),
 		pod.Resource(now),
-	)
+	}
+	return registry.NewSet(append(core, securityResources(now)...)...)
+}
+
+// securityResources are the RBAC API (issue 21). The access reviews
+// (authorization.Resources) join them once the server's authorizer is
+// built, since they answer with it.
+func securityResources(now func() time.Time) []*registry.Resource {
+	return rbac.Resources(now)
 }
 
 // readiness backs /readyz: ready between start of serving and shutdown.
