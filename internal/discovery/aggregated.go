@@ -64,7 +64,7 @@ func aggregatedResources(set *registry.Set, gv schema.GroupVersion) []apidiscove
 			ResponseKind:     &metav1.GroupVersionKind{Kind: r.Kind},
 			Scope:            scope,
 			SingularResource: r.SingularName,
-			Verbs:            slices.Clone(resourceVerbs),
+			Verbs:            verbsOf(r),
 			ShortNames:       slices.Clone(r.ShortNames),
 			Categories:       slices.Clone(r.Categories),
 		}

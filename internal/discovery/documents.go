@@ -18,6 +18,15 @@ var (
 	statusVerbs   = metav1.Verbs{"get", "patch", "update"}
 )
 
+// verbsOf is a resource's verbs: a review (registry.Resource.Review) is
+// only ever created, as kube-apiserver lists SelfSubjectAccessReview.
+func verbsOf(r *registry.Resource) metav1.Verbs {
+	if r.Review != nil {
+		return metav1.Verbs{"create"}
+	}
+	return slices.Clone(resourceVerbs)
+}
+
 // statusSubresource is the only subresource the registry describes.
 const statusSubresource = "status"
 
@@ -123,10 +132,10 @@ func apiResourceList(set *registry.Set, gv schema.GroupVersion) *metav1.APIResou
 			SingularName:       r.SingularName,
 			Namespaced:         r.Namespaced,
 			Kind:               r.Kind,
-			Verbs:              slices.Clone(resourceVerbs),
+			Verbs:              verbsOf(r),
 			ShortNames:         slices.Clone(r.ShortNames),
 			Categories:         slices.Clone(r.Categories),
-			StorageVersionHash: storageVersionHash(r.GroupVersionKind()),
+			StorageVersionHash: storageVersionHash(r),
 		})
 		if r.StatusSubresource {
 			out.APIResources = append(out.APIResources, metav1.APIResource{
@@ -143,8 +152,13 @@ func apiResourceList(set *registry.Set, gv schema.GroupVersion) *metav1.APIResou
 // storageVersionHash is the opaque token kube-apiserver publishes so that the
 // storage version migrator can notice a change of storage version: the first
 // eight bytes of sha256("<group>/<version>/<kind>") in standard base64. Each
-// resource here is stored in the version it is served in.
-func storageVersionHash(gvk schema.GroupVersionKind) string {
+// resource here is stored in the version it is served in; reviews are not
+// stored and have none.
+func storageVersionHash(r *registry.Resource) string {
+	if r.Review != nil {
+		return ""
+	}
+	gvk := r.GroupVersionKind()
 	sum := sha256.Sum256([]byte(gvk.Group + "/" + gvk.Version + "/" + gvk.Kind))
 	return base64.StdEncoding.EncodeToString(sum[:8])
 }

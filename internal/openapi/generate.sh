@@ -13,10 +13,14 @@ version="$(go list -m -f '{{.Version}}' k8s.io/kube-openapi)"
 # Input packages: every type reachable from a served resource, the meta
 # types used in requests and responses, and version.Info for /version.
 pkgs=(
+  k8s.io/api/authentication/v1
+  k8s.io/api/authentication/v1beta1
+  k8s.io/api/authorization/v1
   k8s.io/api/coordination/v1
   k8s.io/api/coordination/v1beta1
   k8s.io/api/core/v1
   k8s.io/api/events/v1
+  k8s.io/api/rbac/v1
   k8s.io/apimachinery/pkg/apis/meta/v1
   k8s.io/apimachinery/pkg/runtime
   k8s.io/apimachinery/pkg/version

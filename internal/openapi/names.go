@@ -46,7 +46,9 @@ func newDefinitionNamer(scheme *runtime.Scheme, resources *registry.Set) *defini
 	}
 	for _, r := range resources.All() {
 		add(util.GetCanonicalTypeName(r.New()), r.GroupVersionKind())
-		add(util.GetCanonicalTypeName(r.NewList()), r.GroupVersion.WithKind(r.ListKind))
+		if r.NewList != nil {
+			add(util.GetCanonicalTypeName(r.NewList()), r.GroupVersion.WithKind(r.ListKind))
+		}
 	}
 
 	n := &definitionNamer{gvks: make(map[string][]interface{}, len(byModel))}

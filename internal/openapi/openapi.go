@@ -112,7 +112,11 @@ func New(resources *registry.Set, version string) (*OpenAPI, error) {
 // and applied, as TypeMeta.
 func checkModels(resources *registry.Set, defs map[string]common.OpenAPIDefinition) error {
 	for _, r := range resources.All() {
-		for _, obj := range []runtime.Object{r.New(), r.NewList()} {
+		objs := []runtime.Object{r.New()}
+		if r.NewList != nil { // review resources have no list
+			objs = append(objs, r.NewList())
+		}
+		for _, obj := range objs {
 			model := util.GetCanonicalTypeName(obj)
 			_, generated := defs[model]
 			if !generated || !strings.HasSuffix(model, "."+reflect.TypeOf(obj).Elem().Name()) {

@@ -127,7 +127,11 @@ func resourceRoutes(r *registry.Resource, root, opPrefix, tag string, opts *opti
 	item := collection + "/{name}"
 	itemParams := append(append([]common.Parameter{}, scopeParams...), nameParam)
 
-	obj, list := r.New(), r.NewList()
+	obj := r.New()
+	var list interface{}
+	if r.NewList != nil {
+		list = r.NewList()
+	}
 	status := &metav1.Status{}
 	body := func(required bool) param {
 		return param{name: "body", kind: common.BodyParameterKind, required: required}
@@ -154,6 +158,17 @@ func resourceRoutes(r *registry.Resource, root, opPrefix, tag string, opts *opti
 	// deletecollection takes the list selectors but cannot watch.
 	deleteCollectionParams := filterParams(opts.list, "watch", "allowWatchBookmarks")
 
+	create := &route{
+		method: http.MethodPost, path: collection, operationID: "create" + opPrefix + scoped + kind, tags: tags,
+		description: "create " + article(kind) + " " + kind,
+		params:      params(scopeParams, opts.create, []param{body(true)}), consumes: []string{mimeAny}, produces: objectMIMEs(),
+		metadata: meta("post"), body: obj, responses: responses(ok(obj), created(obj), accepted(obj)),
+	}
+	if r.Review != nil {
+		// A review is answered, not stored: create is its only operation,
+		// as kube-apiserver publishes SelfSubjectAccessReview and the like.
+		return []common.Route{create}
+	}
 	routes := []common.Route{
 		&route{
 			method: http.MethodGet, path: collection, operationID: "list" + opPrefix + scoped + kind, tags: tags,
@@ -161,12 +176,7 @@ func resourceRoutes(r *registry.Resource, root, opPrefix, tag string, opts *opti
 			params:      params(scopeParams, opts.list), consumes: []string{mimeAny}, produces: listMIMEs(),
 			metadata: meta("list"), responses: responses(ok(list)),
 		},
-		&route{
-			method: http.MethodPost, path: collection, operationID: "create" + opPrefix + scoped + kind, tags: tags,
-			description: "create " + article(kind) + " " + kind,
-			params:      params(scopeParams, opts.create, []param{body(true)}), consumes: []string{mimeAny}, produces: objectMIMEs(),
-			metadata: meta("post"), body: obj, responses: responses(ok(obj), created(obj), accepted(obj)),
-		},
+		create,
 		&route{
 			method: http.MethodDelete, path: collection, operationID: "delete" + opPrefix + "Collection" + scoped + kind, tags: tags,
 			description: "delete collection of " + kind,
