@@ -62,6 +62,7 @@ request for about one more watch cache's worth of memory.`,
 	f.DurationVar(&cfg.NodeLifecycle.StartupGracePeriod, "node-startup-grace-period", nodelifecycle.DefaultStartupGracePeriod, "grace period for a node that never posted a Ready condition")
 	f.DurationVar(&cfg.EventTTL, "event-ttl", time.Hour, "how long events are kept after their last update")
 	f.Float64Var(&cfg.NodeLifecycle.EvictionRate, "node-eviction-rate", nodelifecycle.DefaultEvictionRate, "nodes per second per healthy zone that get NoExecute taints")
+	addConnectionFlags(cmd, &cfg.Connections)
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	return cmd
 }

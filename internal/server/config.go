@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/connguard"
 	"github.com/leasehold/leasehold/internal/controller/nodelifecycle"
 )
 
@@ -50,6 +51,9 @@ type Config struct {
 	// often expired ones are swept (default 1 min).
 	EventTTL         time.Duration
 	EventTTLInterval time.Duration
+	// Connections bounds client connections: their number (derived from
+	// RLIMIT_NOFILE), idle and header timeouts, HTTP/2 streams and resets.
+	Connections connguard.Config
 	// Ready, if set, receives the listening address and kubeconfig path once serving.
 	Ready func(addr, kubeconfig string)
 }

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/leasehold/leasehold/internal/apiserver"
-	"github.com/leasehold/leasehold/internal/coalesce"
+	"github.com/leasehold/leasehold/internal/connguard"
 	"github.com/leasehold/leasehold/internal/controller"
 	"github.com/leasehold/leasehold/internal/controller/namespaces"
 	"github.com/leasehold/leasehold/internal/discovery"
@@ -160,6 +160,10 @@ func Run(ctx context.Context, cfg Config) error {
 		}()
 	}
 
+	guard, err := connguard.New(cfg.Connections, reg, log.With("component", "connections"))
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.SecurePort)))
 	if err != nil {
 		return fmt.Errorf("listening: %w", err)
@@ -170,21 +174,13 @@ func Run(ctx context.Context, cfg Config) error {
 		_ = ln.Close()
 		return fmt.Errorf("writing admin kubeconfig: %w", err)
 	}
-	srv := &http.Server{
-		Handler:           api,
-		TLSConfig:         tlsConfig,
-		ReadHeaderTimeout: 30 * time.Second,
-		// The HPACK tables keep HTTP/2's 4 KiB default. x/net evicts an
-		// entry by copying the rest of the table down, so a larger decoder
-		// table lets a client whose headers churn through it (many objects
-		// over one connection) cost the server more per request.
-		HTTP2: &http.HTTP2Config{
-			MaxConcurrentStreams: 2000,
-		},
-		ErrorLog: nil,
+	srv, err := guard.Server(api, tlsConfig)
+	if err != nil {
+		_ = ln.Close()
+		return err
 	}
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.ServeTLS(coalesce.Listener{Listener: ln}, "", "") }()
+	go func() { serveErr <- srv.ServeTLS(guard.Listener(ln), "", "") }()
 	ready.set(true)
 	log.Info("serving", "address", "https://"+addr, "kubeconfig", kubeconfig, "dataDir", cfg.DataDir)
 	if cfg.Ready != nil {
