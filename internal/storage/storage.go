@@ -33,7 +33,26 @@ var (
 	ErrCompacted = errors.New("revision has been compacted")
 	// ErrFutureRevision: the revision asked for has not been written yet.
 	ErrFutureRevision = errors.New("revision is in the future")
+	// ErrInsufficientStorage: a write was refused, not made, because the
+	// disk under the store is full or its free space is below the reserve
+	// the driver keeps for its own bookkeeping. Reads keep working; writes
+	// succeed again once space is freed, without a restart. The API answers
+	// it with 507 Insufficient Storage.
+	ErrInsufficientStorage = errors.New("insufficient storage")
+	// ErrUnavailable: a write was refused, not made, because the store is
+	// recovering from a failed disk write (it reopens its files once the
+	// disk accepts writes again). Reads keep working. The API answers it
+	// with 503 Service Unavailable and a Retry-After.
+	ErrUnavailable = errors.New("storage temporarily unavailable")
 )
+
+// HealthReporter is implemented by drivers that can say whether they accept
+// writes. Health returns nil when they do, and otherwise an error naming the
+// cause (wrapping ErrInsufficientStorage or ErrUnavailable); the server's
+// /readyz reports it.
+type HealthReporter interface {
+	Health() error
+}
 
 // KeyValue is one stored key at one revision.
 type KeyValue struct {

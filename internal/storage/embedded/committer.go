@@ -117,6 +117,9 @@ func (s *Store) commitLoop() {
 		select {
 		case req := <-s.reqs:
 			batch = append(batch, req)
+		case done := <-s.reopenReqs:
+			done <- s.reopen()
+			continue
 		case <-s.closing:
 			return
 		}
@@ -189,6 +192,12 @@ const maxKeptRecord = 64 << 10
 func (c *committer) commit(reqs []*writeReq) {
 	start := time.Now()
 	s := c.s
+	if f := s.fault.Load(); f != nil {
+		// Not even a precondition is checked: pebble may hold a batch
+		// that the index does not.
+		answer(reqs, nil, f.err)
+		return
+	}
 	clear(c.pending)
 	c.broken = nil
 	c.results = c.results[:0]
@@ -206,19 +215,22 @@ func (c *committer) commit(reqs []*writeReq) {
 		c.results = append(c.results, res)
 	}
 	if c.broken != nil {
-		c.fail(reqs, c.broken)
+		answer(reqs, c.results, c.broken)
 		return
 	}
 	if len(c.events) > 0 {
 		err := b.Set(metaRevision, encodeInt64(rev), nil)
 		if err == nil {
-			err = b.Commit(pebble.Sync)
+			err = s.space.allow(len(b.Repr()))
+		}
+		if err == nil {
+			err = s.writeSynced(b)
 		}
 		if err == nil {
 			c.observeCommit(b.CommitStats())
 		}
 		if err != nil {
-			c.fail(reqs, fmt.Errorf("commit batch of %d writes: %w", len(c.events), err))
+			answer(reqs, c.results, fmt.Errorf("commit batch of %d writes: %w", len(c.events), err))
 			return
 		}
 		for key, p := range c.pending {
@@ -258,26 +270,37 @@ func (c *committer) observeCommit(st pebble.BatchCommitStats) {
 		"l0Stall", st.L0ReadAmpWriteStallDuration.String(), "walRotation", st.WALRotationDuration.String())
 }
 
-// fail answers every request that would have been written with err and
-// refuses all later writes: after a failed sync pebble's durable state is
-// unknown, so continuing could acknowledge writes on a lost base.
-func (c *committer) fail(reqs []*writeReq, err error) {
-	c.s.failed = err
-	c.s.opts.Logger.Error("embedded store commit failed; refusing further writes", "err", err)
+// answer answers every request with err, except those whose result (in
+// results, if not nil) is already an error of their own.
+func answer(reqs []*writeReq, results []writeResult, err error) {
 	for i, req := range reqs {
-		if c.results[i].err == nil {
-			c.results[i] = writeResult{err: err}
+		if results != nil && results[i].err != nil {
+			req.done <- results[i]
+			continue
 		}
-		req.done <- c.results[i]
+		req.done <- writeResult{err: err}
 	}
+}
+
+// writeSynced commits b with a WAL sync unless the store is faulted. A
+// failure faults the store: the batch may be in pebble's memtable without
+// being durable, and a DB whose WAL failed fails every later write, so
+// nothing more is written to it until reopen (disk.go).
+func (s *Store) writeSynced(b *pebble.Batch) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if f := s.fault.Load(); f != nil {
+		return f.err
+	}
+	if err := recoverFatal(func() error { return b.Commit(pebble.Sync) }); err != nil {
+		return s.markFaulted(err)
+	}
+	return nil
 }
 
 // apply checks req's precondition against the batch's view and, if it holds,
 // adds the write at revision rev to b.
 func (c *committer) apply(b *pebble.Batch, req *writeReq, rev int64) writeResult {
-	if c.s.failed != nil {
-		return writeResult{err: c.s.failed}
-	}
 	if err := req.ctx.Err(); err != nil {
 		return writeResult{err: err}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -44,8 +45,13 @@ func (s *Store) Compact(ctx context.Context, revision int64) error {
 	if revision <= s.compacted.Load() {
 		return nil
 	}
+	// Compaction frees space (once pebble has compacted its deletions), so
+	// it goes on below the reserve, down to half of it.
+	if err := s.space.check(s.space.reserve / 2); err != nil {
+		return fmt.Errorf("compact at %d: %w", revision, err)
+	}
 	start := time.Now()
-	if err := s.db.Set(metaCompacted, encodeInt64(revision), pebble.Sync); err != nil {
+	if err := s.setSynced(metaCompacted, encodeInt64(revision)); err != nil {
 		return fmt.Errorf("compact at %d: %w", revision, err)
 	}
 	s.compacted.Store(revision)
@@ -78,9 +84,7 @@ func (s *Store) sweep(ctx context.Context, revision int64) (int, error) {
 		err = fmt.Errorf("iterate log: %w", closeErr)
 	}
 	if err == nil {
-		// Pebble's WAL is ordered: syncing this write makes the sweep's
-		// unsynced batches durable too.
-		err = s.db.Set(metaSwept, encodeInt64(revision), pebble.Sync)
+		err = s.setSynced(metaSwept, encodeInt64(revision))
 	}
 	if err != nil {
 		return deleted, fmt.Errorf("sweep log to %d: %w", revision, err)
@@ -90,13 +94,16 @@ func (s *Store) sweep(ctx context.Context, revision int64) (int, error) {
 }
 
 // sweepRecords deletes, for every log record it iterates, the record it
-// replaced and, for a delete, the record itself, in unsynced batches of
-// sweepBatch deletions. It returns how many deletions it committed.
+// replaced and, for a delete, the record itself, in batches of sweepBatch
+// deletions. It returns how many deletions it committed. The batches are
+// synced, as every write the store makes (writeSynced), so that a failing
+// WAL is reported to a write that can recover from it; one fsync per 4096
+// deletions costs a sweep little.
 func (s *Store) sweepRecords(ctx context.Context, it *pebble.Iterator) (deleted int, err error) {
 	b := s.db.NewBatch()
 	defer func() { err = errors.Join(err, b.Close()) }()
 	commit := func() error {
-		if err := b.Commit(pebble.NoSync); err != nil {
+		if err := s.writeSynced(b); err != nil {
 			return err
 		}
 		deleted += int(b.Count())
@@ -137,47 +144,151 @@ func (s *Store) sweepRecords(ctx context.Context, it *pebble.Iterator) (deleted 
 	return deleted, commit()
 }
 
+// setSynced writes one key as a synced batch (writeSynced).
+func (s *Store) setSynced(key, value []byte) (err error) {
+	b := s.db.NewBatch()
+	defer func() { err = errors.Join(err, b.Close()) }()
+	if err := b.Set(key, value, nil); err != nil {
+		return err
+	}
+	return s.writeSynced(b)
+}
+
+// compactLoop is the automatic compactor, owned by the Store and stopped by
+// Close. It runs at once, not only after a first Interval: with the
+// samples persisted, a server restarted more often than Interval still
+// compacts.
+func (s *Store) compactLoop() {
+	defer s.goroutines.Done()
+	ticker := time.NewTicker(s.opts.Compaction.Interval)
+	defer ticker.Stop()
+	now := time.Now()
+	for {
+		if !s.compactTick(now) {
+			return
+		}
+		select {
+		case <-s.closing:
+			return
+		case now = <-ticker.C:
+		}
+	}
+}
+
+// compactTick samples the revision, persists the samples still needed and
+// compacts as far as the policy allows. It returns false once the store is
+// closed.
+func (s *Store) compactTick(now time.Time) bool {
+	target, samples := compactionTarget(s.opts.Compaction, now, s.rev.Load(), s.samples)
+	if err := s.saveSamples(s.samples, samples); err != nil {
+		if errors.Is(err, ErrClosed) {
+			return false
+		}
+		s.logCompactionError("saving revision samples", err)
+	} else {
+		s.samples = samples
+	}
+	if target <= s.compacted.Load() {
+		return true
+	}
+	err := s.Compact(context.Background(), target)
+	if errors.Is(err, ErrClosed) {
+		return false
+	}
+	if err != nil {
+		s.logCompactionError("automatic compaction failed", err, "revision", target)
+	}
+	return true
+}
+
+// logCompactionError logs a failed compaction step; while the store
+// refuses writes (Health says why), that is expected and logged at Debug
+// only, not every Interval as an error.
+func (s *Store) logCompactionError(msg string, err error, args ...any) {
+	args = append(args, "err", err)
+	if errors.Is(err, storage.ErrInsufficientStorage) || errors.Is(err, storage.ErrUnavailable) {
+		s.opts.Logger.Debug(msg, args...)
+		return
+	}
+	s.opts.Logger.Error(msg, args...)
+}
+
 // revisionSample remembers the revision at one moment, so the compactor can
-// turn "keep the last KeepFor" into a revision.
+// turn "keep the last KeepFor" into a revision. Samples are persisted
+// (metaSamples) so that the age of history survives a restart.
 type revisionSample struct {
 	at  time.Time
 	rev int64
 }
 
-// compactLoop is the automatic compactor, owned by the Store and stopped by
-// Close.
-func (s *Store) compactLoop() {
-	defer s.goroutines.Done()
-	p := s.opts.Compaction
-	ticker := time.NewTicker(p.Interval)
-	defer ticker.Stop()
+// sampleKey is a sample's meta key: metaSamples + its time in Unix
+// nanoseconds (big-endian, so samples sort by time); the value is its
+// revision.
+func sampleKey(at time.Time) []byte {
+	return append(append([]byte{}, metaSamples...), encodeInt64(at.UnixNano())...)
+}
+
+// loadSamples reads the persisted samples, oldest first.
+func loadSamples(r pebble.Reader) ([]revisionSample, error) {
+	upper := append([]byte{}, metaSamples...)
+	upper[len(upper)-1]++
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: metaSamples, UpperBound: upper})
+	if err != nil {
+		return nil, fmt.Errorf("iterate revision samples: %w", err)
+	}
 	var samples []revisionSample
-	for {
-		select {
-		case <-s.closing:
-			return
-		case now := <-ticker.C:
-			var target int64
-			target, samples = compactionTarget(p, now, s.rev.Load(), samples)
-			if target <= s.compacted.Load() {
-				continue
-			}
-			err := s.Compact(context.Background(), target)
-			if errors.Is(err, ErrClosed) {
-				return
-			}
-			if err != nil {
-				s.opts.Logger.Error("automatic compaction failed", "revision", target, "err", err)
-			}
+	for ok := it.First(); ok; ok = it.Next() {
+		at, err := decodeInt64(it.Key()[len(metaSamples):])
+		if err == nil {
+			var rev int64
+			rev, err = decodeInt64(it.Value())
+			samples = append(samples, revisionSample{at: time.Unix(0, at), rev: rev})
+		}
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("revision sample %x: %w", it.Key(), err), it.Close())
 		}
 	}
+	if err := it.Close(); err != nil {
+		return nil, fmt.Errorf("iterate revision samples: %w", err)
+	}
+	return samples, nil
+}
+
+// saveSamples replaces the persisted samples old by now, in one synced
+// batch, unless they are the same. The caller holds no lock; it runs on the
+// compactor goroutine, which owns the samples.
+func (s *Store) saveSamples(old, now []revisionSample) (err error) {
+	if slices.Equal(old, now) {
+		return nil
+	}
+	if err := s.acquire(); err != nil {
+		return err
+	}
+	defer s.release()
+	b := s.db.NewBatch()
+	defer func() { err = errors.Join(err, b.Close()) }()
+	for _, smp := range old {
+		if err := b.Delete(sampleKey(smp.at), nil); err != nil {
+			return err
+		}
+	}
+	for _, smp := range now {
+		if err := b.Set(sampleKey(smp.at), encodeInt64(smp.rev), nil); err != nil {
+			return err
+		}
+	}
+	return s.writeSynced(b)
 }
 
 // compactionTarget returns the newest revision the policy allows compacting
 // at time now, with cur the newest revision, and the samples still needed.
-// A target of 0 compacts nothing.
+// A target of 0 compacts nothing. A new sample is added only if the
+// revision moved: the oldest time a revision was seen at is what ages it.
 func compactionTarget(p CompactionPolicy, now time.Time, cur int64, samples []revisionSample) (int64, []revisionSample) {
-	samples = append(samples, revisionSample{at: now, rev: cur})
+	samples = slices.Clip(samples)
+	if len(samples) == 0 || samples[len(samples)-1].rev != cur {
+		samples = append(samples, revisionSample{at: now, rev: cur})
+	}
 	target := int64(-1) // no constraint yet
 	limit := func(rev int64) {
 		if target < 0 || rev < target {
@@ -204,6 +315,9 @@ func compactionTarget(p CompactionPolicy, now time.Time, cur int64, samples []re
 		}
 	} else {
 		samples = samples[len(samples)-1:]
+	}
+	if p.MaxRevisions > 0 {
+		target = max(target, cur-p.MaxRevisions)
 	}
 	return max(target, 0), samples
 }

@@ -35,4 +35,33 @@
 //     record of every live key stays, since undoing or replaying the key's
 //     next write needs its value: the log holds at most one record per live
 //     key at or below the compacted revision, and every record after it.
+//   - Reads (Get, List, watch replay) show acknowledged revisions only:
+//     pebble may hold a batch that is not acknowledged, briefly while it is
+//     being published, or until a reopen when its sync failed.
+//
+// Disk faults are errors, not crashes (disk.go): writes are refused with
+// storage.ErrInsufficientStorage while less than Options.ReservedBytes
+// (default 64 MiB) are free, before pebble can meet a full disk; a write
+// fault pebble itself meets (ENOSPC, EIO on the WAL, fatal to pebble) is
+// recovered, refuses writes (ErrInsufficientStorage or
+// storage.ErrUnavailable) and is healed by closing and reopening pebble as
+// soon as a probe write succeeds, without a restart. A store opened with
+// less than the reserve free opens read-only and heals the same way.
+// Health says why writes are refused. Reads go on throughout; nothing
+// acknowledged is lost, since it was synced before it was acknowledged.
+//
+// History (Options.Compaction): the automatic compactor keeps the newest
+// KeepRevisions revisions and those written in the last KeepFor, whichever
+// is more, but never more than MaxRevisions. The server sets KeepFor to
+// --history-retention (default 5m: longer keeps old resourceVersions
+// readable for continue tokens and watches, at the cost of disk),
+// KeepRevisions to the watch cache window and MaxRevisions to ten windows.
+// Its (time, revision) samples and its progress are persisted, so a store
+// restarted more often than KeepFor compacts all the same, and it checks
+// at once on open. A read at a revision older than the compacted one fails
+// with storage.ErrCompacted (410 Expired); one at the oldest revision kept
+// undoes at most MaxRevisions log records.
+//
+// Files: the store's directory is 0700 and its files 0600, whatever the
+// umask or the directory's previous mode (perm.go).
 package embedded

@@ -16,13 +16,34 @@ type stallLog struct {
 
 	mu    sync.Mutex
 	since time.Time // start of the current write stall; zero when none
+	// lastBackground is when a background error was last logged, and
+	// suppressed how many were not since: pebble retries a failing flush
+	// at once, and on a full disk that is thousands of errors a second.
+	lastBackground time.Time
+	suppressed     int
+}
+
+// backgroundLogEvery is the most often a pebble background error is logged.
+const backgroundLogEvery = 10 * time.Second
+
+func (s *stallLog) backgroundError(err error) {
+	s.mu.Lock()
+	if now := time.Now(); now.Sub(s.lastBackground) < backgroundLogEvery {
+		s.suppressed++
+		s.mu.Unlock()
+		return
+	} else {
+		s.lastBackground = now
+	}
+	n := s.suppressed
+	s.suppressed = 0
+	s.mu.Unlock()
+	s.log.Error("pebble background error", "err", err, "suppressedSinceLast", n)
 }
 
 func (s *stallLog) listener() *pebble.EventListener {
 	return &pebble.EventListener{
-		BackgroundError: func(err error) {
-			s.log.Error("pebble background error", "err", err)
-		},
+		BackgroundError: s.backgroundError,
 		DiskSlow: func(info pebble.DiskSlowInfo) {
 			s.log.Warn("slow disk operation", "path", info.Path,
 				"op", info.OpType.String(), "duration", info.Duration.String())

@@ -15,6 +15,7 @@ import (
 //	'v' + key          -> current state: modRev(8) createRev(8)
 //	'l' + rev(8, BE)   -> log record of the write that produced rev
 //	'm' + name         -> meta (metaRevision, metaCompacted): int64 (8, BE)
+//	'm' 't' + nanos(8) -> a compactor sample: the revision (8, BE) at that time
 //
 // Big-endian revisions make the log sort in revision order, so replay and
 // compaction are range scans and one DeleteRange.
@@ -42,6 +43,8 @@ var (
 	// metaSwept is the revision up to which compaction has deleted the log
 	// records it no longer needs; at most metaCompacted.
 	metaSwept = []byte{nsMeta, 's', 'w', 'p'}
+	// metaSamples prefixes the compactor's (time, revision) samples.
+	metaSamples = []byte{nsMeta, 't'}
 )
 
 var errCorrupt = errors.New("corrupt record")
@@ -259,6 +262,20 @@ func decodeLogLinks(b []byte) (typ storage.EventType, prevModRev int64, err erro
 		return 0, 0, fmt.Errorf("log record: %w", errCorrupt)
 	}
 	return typ, prevModRev, nil
+}
+
+// decodeLogKeyOf returns the key of the log record b without copying it: it
+// is valid only as long as b.
+func decodeLogKeyOf(b []byte) ([]byte, error) {
+	d := decoder{b: b}
+	d.byte()
+	d.uvarint() // createRev
+	d.uvarint() // prevModRev
+	key := d.bytes()
+	if d.err != nil {
+		return nil, fmt.Errorf("log record: %w", errCorrupt)
+	}
+	return key, nil
 }
 
 // decoder reads a log record, remembering the first error instead of

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -24,6 +23,9 @@ func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOption
 		return storage.ListResult{}, err
 	}
 	defer s.release()
+	// Reads show acknowledged revisions only, and the snapshot holds at
+	// least those: see Get.
+	acked := s.rev.Load()
 	snap := s.db.NewSnapshot()
 	defer snap.Close()
 
@@ -33,10 +35,10 @@ func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOption
 	}
 	rev := opts.Revision
 	if rev == 0 {
-		rev = head
+		rev = acked
 	}
-	if rev > head {
-		return storage.ListResult{}, fmt.Errorf("list %s at revision %d, newest is %d: %w", prefix, rev, head, storage.ErrFutureRevision)
+	if rev > acked {
+		return storage.ListResult{}, fmt.Errorf("list %s at revision %d, newest is %d: %w", prefix, rev, acked, storage.ErrFutureRevision)
 	}
 	compacted, err := readMeta(snap, metaCompacted)
 	if err != nil {
@@ -68,16 +70,24 @@ func pastStates(snap *pebble.Snapshot, prefix string, rev, head int64) (map[stri
 	}
 	defer it.Close()
 	past := make(map[string]*storage.KeyValue)
+	pfx := []byte(prefix)
 	for ok := it.First(); ok; ok = it.Next() {
-		rec, err := decodeLogRecord(it.Value())
+		// Most records are of other keys, or of keys already seen: only
+		// their key is read, without a copy (a full decode copied every
+		// value and made a read at an old revision cost seconds).
+		key, err := decodeLogKeyOf(it.Value())
 		if err != nil {
 			return nil, fmt.Errorf("log key %x: %w", it.Key(), err)
 		}
-		if !strings.HasPrefix(rec.key, prefix) {
+		if !bytes.HasPrefix(key, pfx) {
 			continue
 		}
-		if _, seen := past[rec.key]; seen {
+		if _, seen := past[string(key)]; seen {
 			continue
+		}
+		rec, err := decodeLogRecord(it.Value())
+		if err != nil {
+			return nil, fmt.Errorf("log key %x: %w", it.Key(), err)
 		}
 		if rec.prevModRev == 0 {
 			past[rec.key] = nil

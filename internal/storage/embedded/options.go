@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // Options configures a Store. The zero value is usable: it logs nothing and
@@ -34,7 +35,27 @@ type Options struct {
 	WatchBuffer int
 	// Compaction enables the automatic background compactor.
 	Compaction CompactionPolicy
+	// ReservedBytes is the free disk space the store keeps for pebble's own
+	// work (memtable flushes, compactions, WAL and MANIFEST rotation, all of
+	// which pebble cannot survive failing): writes are refused with
+	// storage.ErrInsufficientStorage while less is free, and the store opens
+	// read-only when less is free at start (see disk.go). 0 means
+	// DefaultReservedBytes; negative disables the check (tests only: a full
+	// disk then reaches pebble).
+	ReservedBytes int64
+	// ProbeInterval is how often a store that refuses writes checks whether
+	// the disk takes them again (default 1s).
+	ProbeInterval time.Duration
+
+	// fs replaces the operating system's file system (tests inject faults).
+	fs vfs.FS
 }
+
+// DefaultReservedBytes is the default Options.ReservedBytes: four of the
+// 16 MiB memtables pebble may have to flush, which also covers the WAL
+// pebble preallocates, a MANIFEST rewrite and the output of a compaction
+// of a store of leases.
+const DefaultReservedBytes = 64 << 20
 
 // CompactionPolicy says how much history the automatic compactor keeps. When
 // both Keep fields are set, the history that satisfies both (the longer one)
@@ -45,7 +66,16 @@ type CompactionPolicy struct {
 	// KeepRevisions keeps at least the newest KeepRevisions revisions.
 	KeepRevisions int64
 	// KeepFor keeps at least the revisions written during the last KeepFor.
+	// The compactor persists (time, revision) samples, so the age of a
+	// revision is known across restarts (by the wall clock: a clock stepped
+	// back delays compaction, one stepped forward hastens it).
 	KeepFor time.Duration
+	// MaxRevisions, if set, caps the history whatever KeepFor asks: at
+	// most that many revisions stay before the newest. It bounds the disk
+	// the history takes under a write burst, and what a read at the oldest
+	// revision still allowed costs (it undoes every later log record). It
+	// must not be below KeepRevisions.
+	MaxRevisions int64
 }
 
 const (
@@ -67,11 +97,26 @@ func (o Options) withDefaults() (Options, error) {
 		o.WatchBuffer = defaultWatchBuffer
 	}
 	c := o.Compaction
-	if c.Interval < 0 || c.KeepRevisions < 0 || c.KeepFor < 0 {
+	if o.ReservedBytes == 0 {
+		o.ReservedBytes = DefaultReservedBytes
+	}
+	if o.ProbeInterval < 0 {
+		return o, fmt.Errorf("ProbeInterval %s is negative", o.ProbeInterval)
+	}
+	if o.ProbeInterval == 0 {
+		o.ProbeInterval = time.Second
+	}
+	if o.fs == nil {
+		o.fs = vfs.Default
+	}
+	if c.Interval < 0 || c.KeepRevisions < 0 || c.KeepFor < 0 || c.MaxRevisions < 0 {
 		return o, fmt.Errorf("compaction policy %+v has a negative field", c)
 	}
 	if c.Interval > 0 && c.KeepRevisions == 0 && c.KeepFor == 0 {
 		return o, fmt.Errorf("automatic compaction every %s needs KeepRevisions or KeepFor", c.Interval)
+	}
+	if c.MaxRevisions > 0 && c.MaxRevisions < c.KeepRevisions {
+		return o, fmt.Errorf("compaction policy keeps at least %d revisions and at most %d", c.KeepRevisions, c.MaxRevisions)
 	}
 	return o, nil
 }
@@ -94,9 +139,13 @@ func (l pebbleLogger) Errorf(format string, args ...any) {
 	l.log.Error(fmt.Sprintf(format, args...))
 }
 
-// Fatalf must not return: pebble calls it on unrecoverable corruption.
+// Fatalf must not return: pebble calls it when it cannot go on, such as a
+// failed WAL write or sync (the batch is then in the memtable but maybe not
+// on disk). It panics with a pebbleFatal, which the store recovers where it
+// calls pebble itself (see disk.go); raised on pebble's own goroutines, it
+// ends the process with the message.
 func (l pebbleLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	l.log.Error(msg, "fatal", true)
-	panic("pebble: " + msg)
+	panic(pebbleFatal{msg: msg})
 }

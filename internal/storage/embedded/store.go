@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -18,8 +19,11 @@ var ErrClosed = errors.New("embedded store is closed")
 // Store is the embedded storage driver. Create one with Open and stop it with
 // Close.
 type Store struct {
-	db   *pebble.DB
+	dir  string
 	opts Options
+	// db is replaced by reopen while it holds lifecycle exclusively; it is
+	// nil only after a reopen that could open nothing (acquire then fails).
+	db *pebble.DB
 
 	// reqs is unbuffered on purpose: a send succeeds only when the committer
 	// takes the request, so after the committer exits no request can be
@@ -27,21 +31,39 @@ type Store struct {
 	reqs    chan *writeReq
 	closing chan struct{}
 
-	// lifecycle guards db against use after Close: readers hold it shared,
-	// Close takes it exclusively to set closed.
+	// lifecycle guards db against use after Close and during a reopen:
+	// readers hold it shared, Close and reopen exclusively.
 	lifecycle sync.RWMutex
 	closed    bool
 	closeOnce sync.Once
 	closeErr  error
 
-	// goroutines tracks the committer, the compactor and every watcher.
+	// goroutines tracks the committer, the compactor, the prober and every
+	// watcher.
 	goroutines sync.WaitGroup
 
 	// index is owned by the committer goroutine (and by Open before it starts).
 	index map[string]indexEntry
-	// failed is set by the committer when a commit fails; later writes
-	// return it, since the durable state is then unknown. Committer-owned.
-	failed error
+
+	// space refuses writes while the disk's free space is below the reserve.
+	space *spaceGuard
+	// fault, when set, refuses every write until the committer has reopened
+	// pebble (disk.go).
+	fault atomic.Pointer[fault]
+	// writeMu serialises the pebble writes of the committer and the
+	// compactor, each made only while no fault is set: pebble panics,
+	// holding its commit lock, on a write to a WAL that failed before.
+	writeMu sync.Mutex
+	// reopenReqs carries the prober's requests to reopen pebble to the
+	// committer, which owns the index a reopen rebuilds.
+	reopenReqs chan chan error
+	// abortReplays is closed when a reopen starts: replaying watchers drop
+	// their snapshot of the old DB and replay again from the new one. It is
+	// replaced under lifecycle held exclusively.
+	abortReplays chan struct{}
+	// replays counts the watchers reading a snapshot; Add is called under
+	// lifecycle held shared, Wait under it held exclusively.
+	replays sync.WaitGroup
 
 	// mu orders publishing a batch (rev, watchers) against a watcher's switch
 	// from replay to live events.
@@ -51,6 +73,7 @@ type Store struct {
 	// values; guarded by mu.
 	prevWatchers int
 	// rev is the newest acknowledged revision; written under mu, read freely.
+	// Reads never show a later one (see ackedView).
 	rev       atomic.Int64
 	compacted atomic.Int64
 	// compactMu serialises compactions.
@@ -58,6 +81,9 @@ type Store struct {
 	// swept is the revision up to which compaction has swept the log (see
 	// Compact); guarded by compactMu.
 	swept int64
+	// samples are the compactor's (time, revision) samples, also persisted
+	// (compact.go); owned by the compactor goroutine after Open.
+	samples []revisionSample
 }
 
 // indexEntry is a key's current revisions: all the committer needs to check
@@ -82,43 +108,52 @@ var _ storage.Interface = (*Store)(nil)
 const memTableSize = 16 << 20
 
 // Open opens (creating if needed) the store in dir, rebuilds its index from
-// disk and starts its goroutines.
+// disk and starts its goroutines. The directory is made private (0700, its
+// files 0600) whatever its mode was. With less than Options.ReservedBytes
+// free, the store opens read-only: it serves reads, refuses writes, and
+// becomes writable by itself once space is freed.
 func Open(dir string, opts Options) (*Store, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, fmt.Errorf("embedded store options: %w", err)
 	}
-	// Pebble's own messages carry one attribute saying so; a second
-	// "component" would repeat the key the caller's logger already has.
-	pebbleLog := opts.Logger.With("engine", "pebble")
-	db, err := pebble.Open(dir, &pebble.Options{
-		Logger:             pebbleLogger{log: pebbleLog},
-		FormatMajorVersion: pebble.FormatNewest,
-		EventListener:      (&stallLog{log: pebbleLog}).listener(),
-		MemTableSize:       memTableSize,
-		// Writes stop only once this many memtables wait for their flush:
-		// a flush falling behind for a moment (the CPU busy serving) then
-		// delays nothing, instead of holding every writer.
-		MemTableStopWritesThreshold: 4,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open pebble in %s: %w", dir, err)
+	if err := makePrivate(dir); err != nil {
+		return nil, fmt.Errorf("embedded store in %s: %w", dir, err)
 	}
 	s := &Store{
-		db:       db,
-		opts:     opts,
-		reqs:     make(chan *writeReq),
-		closing:  make(chan struct{}),
-		index:    make(map[string]indexEntry),
-		watchers: make(map[*watcher]chan []storage.Event),
+		dir:          dir,
+		opts:         opts,
+		reqs:         make(chan *writeReq),
+		closing:      make(chan struct{}),
+		index:        make(map[string]indexEntry),
+		watchers:     make(map[*watcher]chan []storage.Event),
+		space:        newSpaceGuard(opts.fs, dir, opts.ReservedBytes),
+		reopenReqs:   make(chan chan error),
+		abortReplays: make(chan struct{}),
 	}
-	if err := s.load(); err != nil {
-		return nil, errors.Join(fmt.Errorf("load embedded store in %s: %w", dir, err), db.Close())
+	readOnly := s.space.measure() != nil
+	if s.db, err = s.openPebble(readOnly); err != nil {
+		if readOnly {
+			err = errors.Join(err, s.space.status())
+		}
+		return nil, fmt.Errorf("open pebble in %s: %w", dir, err)
+	}
+	if err := s.load(readOnly); err != nil {
+		return nil, errors.Join(fmt.Errorf("load embedded store in %s: %w", dir, err), s.db.Close())
+	}
+	if err := makePrivate(dir); err != nil {
+		return nil, errors.Join(fmt.Errorf("embedded store in %s: %w", dir, err), s.db.Close())
+	}
+	if readOnly {
+		s.fault.Store(&fault{err: fmt.Errorf("opened read-only: %w", s.space.status()), since: time.Now()})
+		opts.Logger.Warn("embedded store opened read-only: the disk is full; writes are refused until space is freed",
+			"dir", dir, "err", s.space.status())
 	}
 	opts.Logger.Info("embedded store opened", "dir", dir, "revision", s.rev.Load(),
-		"compacted", s.compacted.Load(), "keys", len(s.index))
-	s.goroutines.Add(1)
+		"compacted", s.compacted.Load(), "keys", len(s.index), "readOnly", readOnly)
+	s.goroutines.Add(2)
 	go s.commitLoop()
+	go s.probeLoop()
 	if opts.Compaction.Interval > 0 {
 		s.goroutines.Add(1)
 		go s.compactLoop()
@@ -126,8 +161,35 @@ func Open(dir string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// load reads the meta keys and rebuilds the index from the current values.
-func (s *Store) load() error {
+// openPebble opens the pebble DB in s.dir; a Fatalf raised by pebble while
+// opening (a MANIFEST it cannot write) is returned as an error.
+func (s *Store) openPebble(readOnly bool) (*pebble.DB, error) {
+	// Pebble's own messages carry one attribute saying so; a second
+	// "component" would repeat the key the caller's logger already has.
+	pebbleLog := s.opts.Logger.With("engine", "pebble")
+	var db *pebble.DB
+	err := recoverFatal(func() (err error) {
+		db, err = pebble.Open(s.dir, &pebble.Options{
+			FS:                 privateFS{FS: s.opts.fs},
+			ReadOnly:           readOnly,
+			Logger:             pebbleLogger{log: pebbleLog},
+			FormatMajorVersion: pebble.FormatNewest,
+			EventListener:      (&stallLog{log: pebbleLog}).listener(),
+			MemTableSize:       memTableSize,
+			// Writes stop only once this many memtables wait for their flush:
+			// a flush falling behind for a moment (the CPU busy serving) then
+			// delays nothing, instead of holding every writer.
+			MemTableStopWritesThreshold: 4,
+		})
+		return err
+	})
+	return db, err
+}
+
+// load reads the meta keys and the compactor's samples, and rebuilds the
+// index from the current values. A read-only store leaves the repair of
+// old stores (restoreCurrentRecords) to its reopening.
+func (s *Store) load(readOnly bool) error {
 	rev, err := readMeta(s.db, metaRevision)
 	if err != nil {
 		return err
@@ -140,10 +202,14 @@ func (s *Store) load() error {
 	if err != nil {
 		return err
 	}
+	if s.samples, err = loadSamples(s.db); err != nil {
+		return err
+	}
 	s.rev.Store(rev)
 	s.compacted.Store(compacted)
 	s.swept = swept
 
+	clear(s.index)
 	lower, upper := valueRange("")
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
@@ -164,7 +230,7 @@ func (s *Store) load() error {
 	if err := it.Close(); err != nil {
 		return fmt.Errorf("iterate values: %w", err)
 	}
-	if swept < compacted {
+	if swept < compacted && !readOnly {
 		return s.restoreCurrentRecords(compacted)
 	}
 	return nil
@@ -254,6 +320,10 @@ func (s *Store) acquire() error {
 		s.lifecycle.RUnlock()
 		return ErrClosed
 	}
+	if s.db == nil {
+		s.lifecycle.RUnlock()
+		return fmt.Errorf("%w: the store could not reopen its files after a disk fault", storage.ErrUnavailable)
+	}
 	return nil
 }
 
@@ -268,16 +338,51 @@ func (s *Store) Get(ctx context.Context, key string) (storage.KeyValue, error) {
 		return storage.KeyValue{}, err
 	}
 	defer s.release()
-	return s.committedValue(key)
+	// Loaded before the snapshot: the snapshot holds at least this.
+	acked := s.rev.Load()
+	snap := s.db.NewSnapshot()
+	defer snap.Close()
+	kv, err := stateOf(snap, key)
+	switch {
+	case err == nil && kv.ModRevision <= acked:
+		return kv, nil
+	case err != nil && !errors.Is(err, storage.ErrNotFound):
+		return kv, err
+	}
+	// Written, or deleted, by a batch not acknowledged (yet, or ever: a
+	// batch that failed its sync stays in the memtable until a reopen).
+	head, headErr := readMeta(snap, metaRevision)
+	if headErr != nil {
+		return storage.KeyValue{}, headErr
+	}
+	if head <= acked {
+		return kv, err
+	}
+	past, pastErr := pastStates(snap, key, acked, head)
+	if pastErr != nil {
+		return storage.KeyValue{}, fmt.Errorf("get %s at revision %d: %w", key, acked, pastErr)
+	}
+	if p, ok := past[key]; ok {
+		if p == nil {
+			return storage.KeyValue{}, fmt.Errorf("get %s: %w", key, storage.ErrNotFound)
+		}
+		return *p, nil
+	}
+	return kv, err
 }
 
 // committedValue reads key's newest committed value from pebble; the caller
-// keeps the db open (a reader holding acquire, or the committer). It reads
-// one snapshot: between reading the state and the record it points at, a
-// write could supersede that record and a compaction delete it.
+// keeps the db open (a reader holding acquire, or the committer).
 func (s *Store) committedValue(key string) (storage.KeyValue, error) {
 	snap := s.db.NewSnapshot()
 	defer snap.Close()
+	return stateOf(snap, key)
+}
+
+// stateOf reads key's newest value in snap. It reads one snapshot: between
+// reading the state and the record it points at, a write could supersede
+// that record and a compaction delete it.
+func stateOf(snap *pebble.Snapshot, key string) (storage.KeyValue, error) {
 	v, closer, err := snap.Get(valueKey(key))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return storage.KeyValue{}, fmt.Errorf("get %s: %w", key, storage.ErrNotFound)
@@ -321,7 +426,12 @@ func (s *Store) Close() error {
 		s.closed = true
 		s.lifecycle.Unlock()
 		s.goroutines.Wait()
-		if err := s.db.Close(); err != nil {
+		if s.db == nil {
+			return
+		}
+		if err := s.db.Close(); err != nil && s.fault.Load() == nil {
+			// A faulted DB fails to close its broken WAL: that is the
+			// fault, already reported, not a new error.
 			s.closeErr = fmt.Errorf("close pebble: %w", err)
 		}
 		s.opts.Logger.Info("embedded store closed", "revision", s.rev.Load())

@@ -15,6 +15,9 @@ import (
 // a slow caller is the live channel (Options.WatchBuffer batches).
 const watchOutBuffer = 64
 
+// errReopening ends a replay whose snapshot belongs to a DB being reopened.
+var errReopening = errors.New("the store is reopening its files")
+
 // watcher identifies one Watch call in Store.watchers.
 type watcher struct {
 	prefix string
@@ -57,6 +60,9 @@ func (s *Store) runWatcher(ctx context.Context, w *watcher, last int64, out chan
 	for {
 		var err error
 		last, err = s.replay(ctx, w, last, out)
+		if errors.Is(err, errReopening) {
+			continue // replay from the reopened DB
+		}
 		if err != nil {
 			if ctx.Err() == nil && !errors.Is(err, ErrClosed) {
 				log.Warn("watch ended during replay; the caller must re-watch", "revision", last, "err", err)
@@ -200,8 +206,14 @@ func (s *Store) replay(ctx context.Context, w *watcher, after int64, out chan<- 
 	if err := s.acquire(); err != nil {
 		return after, err
 	}
+	// Only acknowledged revisions are replayed (see Get); the snapshot,
+	// taken after, holds them.
+	acked := s.rev.Load()
+	abort := s.abortReplays
+	s.replays.Add(1)
 	snap := s.db.NewSnapshot()
 	s.release()
+	defer s.replays.Done()
 	defer snap.Close()
 
 	compacted, err := readMeta(snap, metaCompacted)
@@ -211,10 +223,7 @@ func (s *Store) replay(ctx context.Context, w *watcher, after int64, out chan<- 
 	if after < compacted {
 		return after, fmt.Errorf("replay from %d, compacted at %d: %w", after, compacted, storage.ErrCompacted)
 	}
-	head, err := readMeta(snap, metaRevision)
-	if err != nil {
-		return after, err
-	}
+	head := acked
 	if head <= after {
 		return after, nil
 	}
@@ -248,6 +257,8 @@ func (s *Store) replay(ctx context.Context, w *watcher, after int64, out chan<- 
 				return after, ctx.Err()
 			case <-s.closing:
 				return after, ErrClosed
+			case <-abort:
+				return after, errReopening
 			}
 		}
 		after = rev
