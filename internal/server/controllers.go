@@ -3,6 +3,7 @@ package server
 import (
 	"github.com/leasehold/leasehold/internal/controller"
 	"github.com/leasehold/leasehold/internal/controller/apiserveridentity"
+	"github.com/leasehold/leasehold/internal/controller/clusterroleaggregation"
 	"github.com/leasehold/leasehold/internal/controller/election"
 	"github.com/leasehold/leasehold/internal/controller/eventttl"
 	"github.com/leasehold/leasehold/internal/controller/garbagecollector"
@@ -19,5 +20,6 @@ func controllers(cc controller.Context, cfg Config) []controller.Runner {
 		nodelifecycle.New(cc, cfg.NodeLifecycle),
 		eventttl.New(cc, eventttl.Config{TTL: cfg.EventTTL, Interval: cfg.EventTTLInterval}),
 		apiserveridentity.New(cc, apiserveridentity.Config{}),
+		clusterroleaggregation.New(cc),
 	}
 }
