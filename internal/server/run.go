@@ -92,7 +92,7 @@ func Run(ctx context.Context, cfg Config) error {
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	ready := &readiness{}
+	ready := &readiness{checks: []healthCheck{storageCheck(store)}}
 	for _, p := range []string{"/healthz", "/livez"} {
 		mux.HandleFunc(p, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	}

@@ -37,8 +37,12 @@ func openStorage(ctx context.Context, cfg Config, metrics *storageMetrics) (stor
 		Logger:     log,
 		OnCommit:   metrics.observeCommit,
 		OnSyncWait: metrics.observeSyncWait,
+		// History: at least HistoryRetention and the watch cache's window,
+		// at most ten windows whatever the write rate, which bounds the
+		// disk it takes and what a read at the oldest revision costs.
 		Compaction: embedded.CompactionPolicy{
 			Interval: time.Minute, KeepFor: cfg.HistoryRetention, KeepRevisions: int64(cfg.WatchCacheWindow),
+			MaxRevisions: 10 * int64(cfg.WatchCacheWindow),
 		},
 	})
 	if err != nil {

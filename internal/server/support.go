@@ -40,17 +40,23 @@ func securityResources(now func() time.Time) []*registry.Resource {
 	return rbac.Resources(now)
 }
 
-// readiness backs /readyz: ready between start of serving and shutdown.
-type readiness struct{ ok atomic.Bool }
+// readiness backs /readyz: ready between start of serving and shutdown,
+// while every check holds (storehealth.go).
+type readiness struct {
+	ok     atomic.Bool
+	checks []healthCheck
+}
 
 func (r *readiness) set(v bool) { r.ok.Store(v) }
 
-func (r *readiness) serve(w http.ResponseWriter, _ *http.Request) {
-	if !r.ok.Load() {
-		http.Error(w, "shutting down", http.StatusServiceUnavailable)
-		return
-	}
-	_, _ = w.Write([]byte("ok"))
+func (r *readiness) serve(w http.ResponseWriter, req *http.Request) {
+	shutdown := healthCheck{name: "shutdown", check: func() error {
+		if !r.ok.Load() {
+			return errShuttingDown
+		}
+		return nil
+	}}
+	serveHealth(w, req, "readyz", append([]healthCheck{shutdown}, r.checks...))
 }
 
 // storageMetrics are the embedded store's commit figures.
