@@ -28,17 +28,34 @@ type testCA struct {
 
 func newTestCA(t testing.TB, name string) *testCA {
 	t.Helper()
+	return newCA(t, name, nil, 24*time.Hour)
+}
+
+// intermediate issues a CA certificate under ca.
+func (ca *testCA) intermediate(t testing.TB, name string) *testCA {
+	t.Helper()
+	return newCA(t, name, ca, 12*time.Hour)
+}
+
+// newCA makes a CA valid for validity, self-signed when parent is nil.
+func newCA(t testing.TB, name string, parent *testCA, validity time.Duration) *testCA {
+	t.Helper()
 	key := mustKey(t)
 	tmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(1),
 		Subject:               pkix.Name{CommonName: name},
 		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
+		NotAfter:              time.Now().Add(validity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	signerCert, signerKey := tmpl, key
+	if parent != nil {
+		tmpl.SerialNumber = big.NewInt(2)
+		signerCert, signerKey = parent.cert, parent.key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, signerCert, key.Public(), signerKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,26 +93,6 @@ func (ca *testCA) issue(t testing.TB, tmpl *x509.Certificate) *x509.Certificate 
 		t.Fatal(err)
 	}
 	return mustParse(t, der)
-}
-
-// intermediate issues a CA certificate under ca.
-func (ca *testCA) intermediate(t testing.TB, name string) *testCA {
-	t.Helper()
-	key := mustKey(t)
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(2),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(12 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, key.Public(), ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testCA{cert: mustParse(t, der), key: key}
 }
 
 func mustKey(t testing.TB) *ecdsa.PrivateKey {

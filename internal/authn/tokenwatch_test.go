@@ -39,6 +39,24 @@ func runTokenFile(t *testing.T, tf *TokenFile) {
 	})
 }
 
+// testPollInterval is the token file poll interval of the reload tests.
+const testPollInterval = 20 * time.Millisecond
+
+// startTokenFile writes a token file holding content and runs its
+// authenticator, polling every testPollInterval, until the test ends.
+func startTokenFile(t *testing.T, content string) (string, *TokenFile, *logBuffer) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tokens.csv")
+	writeTokens(t, path, content)
+	log, logs := newTestLogger()
+	tf, err := NewTokenFile(path, log, testPollInterval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runTokenFile(t, tf)
+	return path, tf, logs
+}
+
 // known reports whether tf accepts token.
 func known(tf *TokenFile, token string) bool {
 	_, ok, _ := tf.AuthenticateToken(token)
@@ -59,28 +77,20 @@ func eventually(t *testing.T, limit time.Duration, what string, cond func() bool
 }
 
 func TestTokenFileReloadAddAndRevoke(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "tokens.csv")
-	writeTokens(t, path, "token-a,alice,1\n")
-	log, logs := newTestLogger()
-	const interval = 20 * time.Millisecond
-	tf, err := NewTokenFile(path, log, interval)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runTokenFile(t, tf)
+	path, tf, logs := startTokenFile(t, "token-a,alice,1\n")
 	if !known(tf, "token-a") || known(tf, "token-b") {
 		t.Fatalf("initial set wrong")
 	}
 
 	writeTokens(t, path, "token-a,alice,1\ntoken-b,bob,2,devs\n")
-	eventually(t, 10*interval, "token-b added", func() bool { return known(tf, "token-b") })
+	eventually(t, 10*testPollInterval, "token-b added", func() bool { return known(tf, "token-b") })
 	u, _, _ := tf.AuthenticateToken("token-b")
 	if u.Name != "bob" || u.UID != "2" || len(u.Groups) != 1 || u.Groups[0] != "devs" {
 		t.Fatalf("token-b is %+v", u)
 	}
 
 	writeTokens(t, path, "token-b,bob,2,devs\n")
-	eventually(t, 10*interval, "token-a revoked", func() bool { return !known(tf, "token-a") })
+	eventually(t, 10*testPollInterval, "token-a revoked", func() bool { return !known(tf, "token-a") })
 	if !known(tf, "token-b") {
 		t.Fatalf("token-b lost when token-a was revoked")
 	}
@@ -91,18 +101,10 @@ func TestTokenFileReloadAddAndRevoke(t *testing.T) {
 }
 
 func TestTokenFileInvalidKeepsLastGoodSet(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "tokens.csv")
-	writeTokens(t, path, "token-a,alice,1\n")
-	log, logs := newTestLogger()
-	const interval = 20 * time.Millisecond
-	tf, err := NewTokenFile(path, log, interval)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runTokenFile(t, tf)
+	path, tf, logs := startTokenFile(t, "token-a,alice,1\n")
 
 	writeTokens(t, path, "token-b,bob,2\ntoken-c,carol\n")
-	eventually(t, 10*interval, "warning logged", func() bool { return strings.Contains(logs.String(), "token file is invalid") })
+	eventually(t, 10*testPollInterval, "warning logged", func() bool { return strings.Contains(logs.String(), "token file is invalid") })
 	out := logs.String()
 	if !strings.Contains(out, "line=2") || !strings.Contains(out, "must have at least 3 columns") {
 		t.Fatalf("warning does not name line 2 and the problem:\n%s", out)
@@ -110,7 +112,7 @@ func TestTokenFileInvalidKeepsLastGoodSet(t *testing.T) {
 	if !known(tf, "token-a") || known(tf, "token-b") {
 		t.Fatalf("an invalid file changed the token set")
 	}
-	time.Sleep(5 * interval)
+	time.Sleep(5 * testPollInterval)
 	if n := strings.Count(logs.String(), "token file is invalid"); n != 1 {
 		t.Fatalf("the same invalid file was reported %d times", n)
 	}
@@ -118,13 +120,13 @@ func TestTokenFileInvalidKeepsLastGoodSet(t *testing.T) {
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*interval, "removal logged", func() bool { return strings.Contains(logs.String(), "token file cannot be read") })
+	eventually(t, 10*testPollInterval, "removal logged", func() bool { return strings.Contains(logs.String(), "token file cannot be read") })
 	if !known(tf, "token-a") {
 		t.Fatalf("removing the file revoked the tokens")
 	}
 
 	writeTokens(t, path, "token-c,carol,3\n")
-	eventually(t, 10*interval, "fixed file loaded", func() bool { return known(tf, "token-c") && !known(tf, "token-a") })
+	eventually(t, 10*testPollInterval, "fixed file loaded", func() bool { return known(tf, "token-c") && !known(tf, "token-a") })
 	assertNoTokenLogged(t, logs.String(), "token-a", "token-b", "token-c")
 }
 

@@ -67,6 +67,23 @@ func startTLSServer(t *testing.T, cfg *tls.Config, clientCAs *x509.CertPool) str
 	return "https://" + ln.Addr().String()
 }
 
+// defaultServerTLS makes a data directory with a CA and serving
+// certificate, as serve does with no flags, and returns its TLS config.
+func defaultServerTLS(t *testing.T) (dir string, ca *CA, cfg *tls.Config) {
+	t.Helper()
+	dir = t.TempDir()
+	ca = mustCA(t, dir)
+	certFile, keyFile, err := ca.EnsureServingCert(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err = ca.ServerTLSConfig(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, ca, cfg
+}
+
 // testLogWriter routes the server's error log (handshake failures) to the
 // test log, where it shows only on failure or with -v.
 type testLogWriter struct{ t *testing.T }
@@ -117,16 +134,7 @@ func kubeconfigClient(t *testing.T, path string) *http.Client {
 }
 
 func TestKubeconfigClientsAuthenticateOverHTTP2(t *testing.T) {
-	dir := t.TempDir()
-	ca := mustCA(t, dir)
-	certFile, keyFile, err := ca.EnsureServingCert(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := ca.ServerTLSConfig(certFile, keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, ca, cfg := defaultServerTLS(t)
 	url := startTLSServer(t, cfg, ca.Pool())
 
 	adminPath, err := ca.EnsureAdminKubeconfig(dir, url)
@@ -163,16 +171,7 @@ func TestKubeconfigClientsAuthenticateOverHTTP2(t *testing.T) {
 }
 
 func TestClientWithoutCertificateHandshakes(t *testing.T) {
-	dir := t.TempDir()
-	ca := mustCA(t, dir)
-	certFile, keyFile, err := ca.EnsureServingCert(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := ca.ServerTLSConfig(certFile, keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, ca, cfg := defaultServerTLS(t)
 	url := startTLSServer(t, cfg, ca.Pool())
 
 	transport := &http.Transport{
@@ -211,16 +210,7 @@ func TestClientWithoutCertificateHandshakes(t *testing.T) {
 }
 
 func TestServerRefusesTLS11(t *testing.T) {
-	dir := t.TempDir()
-	ca := mustCA(t, dir)
-	certFile, keyFile, err := ca.EnsureServingCert(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := ca.ServerTLSConfig(certFile, keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, ca, cfg := defaultServerTLS(t)
 	if cfg.MinVersion != tls.VersionTLS12 || cfg.ClientAuth != tls.RequestClientCert {
 		t.Fatalf("MinVersion %x ClientAuth %v, want TLS 1.2 and RequestClientCert", cfg.MinVersion, cfg.ClientAuth)
 	}
