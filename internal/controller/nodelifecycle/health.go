@@ -135,7 +135,9 @@ type healthUpdate struct {
 // *u, one element of a buffer the pass allocates at once, so that looking
 // at a healthy node allocates nothing.
 func (c *Controller) assessHealth(v *nodeView, full *corev1.Node, u *healthUpdate) {
-	now, seen := c.clock.Now(), mono(c.cfg.Monotonic())
+	// One clock read per node, as before: the wall clock is read only for
+	// the rare node that needs it (never posted, or silent).
+	seen := mono(c.cfg.Monotonic())
 	h, known := c.health[v.name]
 	// Whatever happens below, remember what was seen.
 	defer func() { c.health[v.name] = h }()
@@ -155,7 +157,7 @@ func (c *Controller) assessHealth(v *nodeView, full *corev1.Node, u *healthUpdat
 		if !known {
 			// The only age taken from the wall clock: the node's, at the
 			// first look, converted to the monotonic clock once.
-			h = nodeHealth{probe: seen - mono(max(0, now.Sub(v.created.Time)))}
+			h = nodeHealth{probe: seen - mono(max(0, c.clock.Since(v.created.Time)))}
 		}
 		h, known = h.withReady(nil), true
 	} else {
@@ -201,7 +203,7 @@ func (c *Controller) assessHealth(v *nodeView, full *corev1.Node, u *healthUpdat
 	if v.revision >= 0 {
 		marked.ResourceVersion = strconv.FormatInt(v.revision, 10)
 	}
-	markUnknown(marked, metav1.NewTime(now))
+	markUnknown(marked, metav1.NewTime(c.clock.Now()))
 	u.current = readyCondition(&marked.Status)
 	if equality.Semantic.DeepEqual(u.current, &u.observed) {
 		return
