@@ -12,9 +12,11 @@
 package rbac
 
 import (
+	"strings"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -81,58 +83,57 @@ func ClusterRoleResource() *registry.Resource {
 
 // RoleBindingResource describes namespaced RoleBindings.
 func RoleBindingResource(now func() time.Time) *registry.Resource {
-	r := base("rolebindings", "rolebinding", "RoleBinding", true)
+	r := bindingResource("rolebindings", "rolebinding", "RoleBinding", true, now, func(obj runtime.Object) binding {
+		b := obj.(*rbacv1.RoleBinding)
+		return binding{&b.ObjectMeta, &b.RoleRef, b.Subjects}
+	})
 	r.New = func() runtime.Object { return &rbacv1.RoleBinding{} }
 	r.NewList = func() runtime.Object { return &rbacv1.RoleBindingList{} }
-	r.PrepareForCreate = func(obj runtime.Object) {
-		b := obj.(*rbacv1.RoleBinding)
-		DefaultBinding(&b.RoleRef, b.Subjects)
-	}
-	r.PrepareForUpdate = func(obj, _ runtime.Object, _ string) {
-		b := obj.(*rbacv1.RoleBinding)
-		DefaultBinding(&b.RoleRef, b.Subjects)
-	}
-	r.ValidateCreate = func(obj runtime.Object) field.ErrorList {
-		b := obj.(*rbacv1.RoleBinding)
-		return ValidateBinding(b.RoleRef, b.Subjects, true)
-	}
-	r.ValidateUpdate = func(obj, old runtime.Object) field.ErrorList {
-		b, o := obj.(*rbacv1.RoleBinding), old.(*rbacv1.RoleBinding)
-		return append(ValidateBinding(b.RoleRef, b.Subjects, true), ValidateRoleRefUpdate(b.RoleRef, o.RoleRef)...)
-	}
-	r.TableColumns = bindingColumns("roleBinding")
-	r.TableRow = func(obj runtime.Object) []interface{} {
-		b := obj.(*rbacv1.RoleBinding)
-		return bindingRow(&b.ObjectMeta, b.RoleRef, b.Subjects, now())
-	}
 	return r
 }
 
 // ClusterRoleBindingResource describes ClusterRoleBindings.
 func ClusterRoleBindingResource(now func() time.Time) *registry.Resource {
-	r := base("clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", false)
+	r := bindingResource("clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", false, now, func(obj runtime.Object) binding {
+		b := obj.(*rbacv1.ClusterRoleBinding)
+		return binding{&b.ObjectMeta, &b.RoleRef, b.Subjects}
+	})
 	r.New = func() runtime.Object { return &rbacv1.ClusterRoleBinding{} }
 	r.NewList = func() runtime.Object { return &rbacv1.ClusterRoleBindingList{} }
+	return r
+}
+
+// binding is what the two binding kinds share, pointing into one object.
+type binding struct {
+	meta     *metav1.ObjectMeta
+	ref      *rbacv1.RoleRef
+	subjects []rbacv1.Subject
+}
+
+// bindingResource fills the defaulting, validation and table of a binding
+// kind; parts views one of its objects as a binding.
+func bindingResource(resource, singular, kind string, namespaced bool, now func() time.Time, parts func(runtime.Object) binding) *registry.Resource {
+	r := base(resource, singular, kind, namespaced)
 	r.PrepareForCreate = func(obj runtime.Object) {
-		b := obj.(*rbacv1.ClusterRoleBinding)
-		DefaultBinding(&b.RoleRef, b.Subjects)
+		b := parts(obj)
+		DefaultBinding(b.ref, b.subjects)
 	}
 	r.PrepareForUpdate = func(obj, _ runtime.Object, _ string) {
-		b := obj.(*rbacv1.ClusterRoleBinding)
-		DefaultBinding(&b.RoleRef, b.Subjects)
+		b := parts(obj)
+		DefaultBinding(b.ref, b.subjects)
 	}
 	r.ValidateCreate = func(obj runtime.Object) field.ErrorList {
-		b := obj.(*rbacv1.ClusterRoleBinding)
-		return ValidateBinding(b.RoleRef, b.Subjects, false)
+		b := parts(obj)
+		return ValidateBinding(*b.ref, b.subjects, namespaced)
 	}
 	r.ValidateUpdate = func(obj, old runtime.Object) field.ErrorList {
-		b, o := obj.(*rbacv1.ClusterRoleBinding), old.(*rbacv1.ClusterRoleBinding)
-		return append(ValidateBinding(b.RoleRef, b.Subjects, false), ValidateRoleRefUpdate(b.RoleRef, o.RoleRef)...)
+		b := parts(obj)
+		return append(ValidateBinding(*b.ref, b.subjects, namespaced), ValidateRoleRefUpdate(*b.ref, *parts(old).ref)...)
 	}
-	r.TableColumns = bindingColumns("clusterRoleBinding")
+	r.TableColumns = bindingColumns(strings.ToLower(kind[:1]) + kind[1:])
 	r.TableRow = func(obj runtime.Object) []interface{} {
-		b := obj.(*rbacv1.ClusterRoleBinding)
-		return bindingRow(&b.ObjectMeta, b.RoleRef, b.Subjects, now())
+		b := parts(obj)
+		return bindingRow(b.meta, *b.ref, b.subjects, now())
 	}
 	return r
 }
