@@ -8,13 +8,21 @@
 # generator's resource use and the server's log are left in $OUT.
 #
 #   scripts/bench-rate.sh BINARY OUT [DURATION] [extra bench flags...]
+#   AS_NODES=1 scripts/bench-rate.sh BINARY OUT [DURATION] [--register-nodes]
 #
 # With --register-nodes every simulated node is also a Ready Node owning its
 # lease in kube-node-lease: the server then carries a fleet's Nodes, node
 # monitor and garbage-collector graph, not only its leases.
 #
-# Environment: NODES (default 100000), CONNS (default 8), SERVER_ENV and
-# BENCH_ENV (extra environment, e.g. BENCH_ENV=GODEBUG=gctrace=1).
+# With AS_NODES=1 every simulated node renews (and registers) as itself, as
+# real nodes do: the server starts with --token-auth-file $OUT/node-tokens.csv
+# (empty at first), bench fills the file with one token per node
+# (--node-tokens), waits until the server has re-read it, and sends each
+# node's requests with its own token, judged by the Node authorizer and
+# NodeRestriction. The leases are then in kube-node-lease.
+#
+# Environment: NODES (default 100000), CONNS (default 8), AS_NODES (0 or 1),
+# SERVER_ENV and BENCH_ENV (extra environment, e.g. BENCH_ENV=GODEBUG=gctrace=1).
 # Nothing else may run on the machine meanwhile: server and generator share
 # its cores, and every figure depends on that.
 set -euo pipefail
@@ -23,8 +31,16 @@ shift $(( $# < 3 ? $# : 3 ))
 data=$out/data
 rm -rf "$data"
 mkdir -p "$data"
+server_flags=() bench_flags=()
+if [ "${AS_NODES:-0}" = 1 ]; then
+	tokens=$out/node-tokens.csv
+	rm -f "$tokens"
+	install -m 600 /dev/null "$tokens"
+	server_flags=(--token-auth-file "$tokens")
+	bench_flags=(--node-tokens "$tokens")
+fi
 # shellcheck disable=SC2086 # SERVER_ENV and BENCH_ENV are lists of VAR=value words
-env ${SERVER_ENV:-} "$bin" serve --data-dir "$data" --secure-port 0 >"$out/server.out" 2>"$out/server.log" &
+env ${SERVER_ENV:-} "$bin" serve --data-dir "$data" --secure-port 0 "${server_flags[@]}" >"$out/server.out" 2>"$out/server.log" &
 server=$!
 trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true' EXIT
 for _ in $(seq 1 150); do
@@ -37,6 +53,6 @@ timer=()
 # shellcheck disable=SC2086
 env ${BENCH_ENV:-} "${timer[@]}" "$bin" bench rate --kubeconfig "$data/admin.kubeconfig" \
 	--nodes "${NODES:-100000}" --interval 10s --client lean --clients 256 --connections "${CONNS:-8}" \
-	--duration "$duration" --server-pid "$server" "$@" >"$out/result.txt" 2>"$out/bench.log"
+	--duration "$duration" --server-pid "$server" "${bench_flags[@]}" "$@" >"$out/result.txt" 2>"$out/bench.log"
 kubectl --kubeconfig "$data/admin.kubeconfig" get --raw /metrics >"$out/metrics.txt" 2>/dev/null || true
 cat "$out/result.txt"

@@ -31,6 +31,7 @@ type benchFlags struct {
 	output         string
 	requestTimeout time.Duration
 	cpuProfile     string
+	nodeTokens     string
 }
 
 func (f *benchFlags) register(cmd *cobra.Command) {
@@ -42,6 +43,7 @@ func (f *benchFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.contentType, "content-type", bench.ContentTypeProtobuf, "request and response encoding: json or protobuf")
 	fl.StringVar(&f.client, "client", bench.ClientTyped, "how renewals are sent: typed (client-go's typed clientset, as kubelets do) or lean (hand-built requests over client-go's transport: less load-generator CPU per renewal, so on a shared machine more of it is left to the server)")
 	fl.DurationVar(&f.requestTimeout, "request-timeout", bench.DefaultRequestTimeout, "timeout of each request")
+	fl.StringVar(&f.nodeTokens, "node-tokens", "", "renew every lease as the node it is named after (user system:node:NAME in group system:nodes), each request with that node's bearer token from this kube-format token file (token,user,uid,groups); missing tokens are added (random, file mode 0600). Start the server with --token-auth-file on the same file. The leases go to "+corev1.NamespaceNodeLease+" unless --namespace is given; the kubeconfig's credentials serve only for the namespace and the lease list")
 }
 
 // registerCommon registers the flags of every mode, fleet included.
@@ -94,15 +96,19 @@ func (f *benchFlags) restConfig() (*rest.Config, error) {
 }
 
 // config turns the shared flags into a bench.Config and a client set; the
-// caller closes the clients.
-func (f *benchFlags) config(cmd *cobra.Command) (bench.Config, *bench.Clients, error) {
+// caller closes the clients. The run's leases are name(0) to name(count-1):
+// with --node-tokens, the nodes that renew them.
+func (f *benchFlags) config(cmd *cobra.Command, name func(int) string, count int) (bench.Config, *bench.Clients, error) {
 	restCfg, err := f.restConfig()
 	if err != nil {
 		return bench.Config{}, nil, err
 	}
-	clients, err := bench.NewClientsOfKind(restCfg, f.client, f.contentType, f.connections)
+	clients, err := f.newClients(cmd, restCfg, name, count)
 	if err != nil {
 		return bench.Config{}, nil, err
+	}
+	if f.nodeTokens != "" && !cmd.Flags().Changed("namespace") {
+		f.namespace = corev1.NamespaceNodeLease
 	}
 	cfg := bench.Config{
 		Namespace:      f.namespace,
@@ -114,6 +120,24 @@ func (f *benchFlags) config(cmd *cobra.Command) (bench.Config, *bench.Clients, e
 		Logger:         slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)),
 	}
 	return cfg, clients, nil
+}
+
+// newClients builds the clients: node clients with --node-tokens, after making
+// sure the token file has a token for each of the count nodes name names.
+func (f *benchFlags) newClients(cmd *cobra.Command, restCfg *rest.Config, name func(int) string, count int) (*bench.Clients, error) {
+	if f.nodeTokens == "" {
+		return bench.NewClientsOfKind(restCfg, f.client, f.contentType, f.connections)
+	}
+	names := make([]string, count)
+	for i := range names {
+		names[i] = name(i)
+	}
+	tokens, err := bench.EnsureNodeTokens(f.nodeTokens, names)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "node tokens: %d nodes, %d new tokens written to %s\n", count, tokens.Added(), tokens.Path())
+	return bench.NewNodeClients(restCfg, f.client, f.contentType, f.connections, tokens)
 }
 
 // print writes the final result to standard output.
@@ -142,7 +166,28 @@ second and the final result to standard output.
 
 Unless GOGC is set, the Go garbage collector runs at GOGC=400: the
 generator's collector would otherwise take CPU from a server that shares
-the machine.`,
+the machine.
+
+Renewing as real nodes (max and rate): with --node-tokens FILE, lease N is
+renewed by node N, user system:node:N in group system:nodes, every request
+carrying N's own bearer token from FILE, a kube-apiserver token file
+(token,user,uid,"group1,group2") to which bench adds a random token for each
+node that has none (mode 0600). Start the server with
+--token-auth-file FILE: leasehold serve re-reads the file when bench adds
+tokens, and bench waits until the server accepts them. The Node authorizer
+and NodeRestriction then judge every renewal (and with rate
+--register-nodes every Node registration) as they judge a kubelet's. The
+leases go to kube-node-lease, the only namespace a node may write. Tokens
+stand in for one client certificate per node, as in Kubernetes' own
+integration tests, because a certificate is per connection and the
+generator carries many nodes on each; so these connections present no
+certificate (it would identify the caller before the token), and the
+kubeconfig's credentials serve only to create the namespace and list its
+leases. For example:
+
+  install -m 600 /dev/null tokens.csv     # the server needs the file to exist
+  leasehold serve --token-auth-file tokens.csv &
+  leasehold bench rate --nodes 100000 --client lean --node-tokens tokens.csv`,
 		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
 			applyGCDefaults(slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)), benchGCPercent)
 		},
@@ -170,7 +215,7 @@ func newBenchMaxCmd() *cobra.Command {
 }
 
 func runBenchMax(cmd *cobra.Command, flags *benchFlags, leases int) error {
-	cfg, clients, err := flags.config(cmd)
+	cfg, clients, err := flags.config(cmd, bench.MaxLeaseName, leases)
 	if err != nil {
 		return err
 	}
@@ -196,7 +241,7 @@ func newBenchRateCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return flags.profiled(func() error {
-				cfg, clients, err := flags.config(cmd)
+				cfg, clients, err := flags.config(cmd, bench.RateNodeName, nodes)
 				if err != nil {
 					return err
 				}

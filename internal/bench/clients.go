@@ -12,6 +12,7 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
 
 	"github.com/leasehold/leasehold/internal/coalesce"
 )
@@ -41,13 +42,23 @@ const (
 // HTTP/2 connection) among every client built from equal TLS settings, which
 // would funnel the whole benchmark through one TCP stream and one server-side
 // reader. Close closes every connection they dialed.
+//
+// Node clients (NewNodeClients) send every lease's requests as the node the
+// lease is named after, with that node's bearer token, over connections that
+// present no client certificate (a server identifies a caller by its
+// certificate before looking at a token); what no node may do (namespaces,
+// lists) goes through one more connection with the kubeconfig's own
+// credentials.
 type Clients struct {
 	sets []kubernetes.Interface
 	// lean holds, for lean clients, each connection's lean client (sharing
 	// the transport of sets[i]); nil for typed clients.
-	lean  []*leanConn
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
+	lean []*leanConn
+	// admin and tokens are set for node clients only.
+	admin  kubernetes.Interface
+	tokens *NodeTokens
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
 }
 
 // NewClients builds connections typed clientsets from base (not modified)
@@ -61,6 +72,21 @@ func NewClients(base *rest.Config, contentType string, connections int) (*Client
 // ClientTyped or ClientLean. Lean clients still use a typed clientset on the
 // same connection for everything but renewals (setup, lists).
 func NewClientsOfKind(base *rest.Config, kind, contentType string, connections int) (*Clients, error) {
+	return newClients(base, kind, contentType, connections, nil)
+}
+
+// NewNodeClients is NewClientsOfKind for clients that renew every lease as
+// its node, with the node's token from tokens: the connections keep base's
+// server and CA but none of its credentials. base's credentials serve only
+// for what nodes may not do: creating the namespace, listing its leases.
+func NewNodeClients(base *rest.Config, kind, contentType string, connections int, tokens *NodeTokens) (*Clients, error) {
+	if tokens == nil {
+		return nil, fmt.Errorf("node clients need node tokens")
+	}
+	return newClients(base, kind, contentType, connections, tokens)
+}
+
+func newClients(base *rest.Config, kind, contentType string, connections int, tokens *NodeTokens) (*Clients, error) {
 	if connections <= 0 {
 		return nil, fmt.Errorf("connections must be positive, got %d", connections)
 	}
@@ -74,21 +100,26 @@ func NewClientsOfKind(base *rest.Config, kind, contentType string, connections i
 			return nil, err
 		}
 	}
-	c := &Clients{conns: map[net.Conn]struct{}{}}
-	for i := range connections {
-		cfg := rest.CopyConfig(base)
-		if err := setContentType(cfg, contentType); err != nil {
+	c := &Clients{conns: map[net.Conn]struct{}{}, tokens: tokens}
+	renewing := base
+	if tokens != nil {
+		cfg, err := c.connConfig(base, contentType)
+		if err != nil {
 			return nil, err
 		}
-		cfg.QPS = -1
-		cfg.Burst = 1 << 20
-		cfg.RateLimiter = nil
-		// A dial function of our own makes client-go treat the transport as
-		// distinct (it keys its cache on the dialer) and lets Close reach
-		// every connection.
-		dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-		cfg.Dial = c.trackingDial(dialer)
-		cfg.WrapTransport = noHeaderIndexing
+		if c.admin, err = kubernetes.NewForConfig(cfg); err != nil {
+			return nil, fmt.Errorf("building the admin clientset: %w", err)
+		}
+		renewing = rest.AnonymousClientConfig(base)
+	}
+	for i := range connections {
+		cfg, err := c.connConfig(renewing, contentType)
+		if err != nil {
+			return nil, err
+		}
+		if tokens != nil {
+			cfg.WrapTransport = transport.Wrappers(cfg.WrapTransport, withNodeAuthorization)
+		}
 		if kind == ClientTyped {
 			set, err := kubernetes.NewForConfig(cfg)
 			if err != nil {
@@ -105,6 +136,26 @@ func NewClientsOfKind(base *rest.Config, kind, contentType string, connections i
 		c.lean = append(c.lean, conn)
 	}
 	return c, nil
+}
+
+// connConfig is the config of one connection of c to the server base
+// names, speaking contentType. Client-side rate limiting is off so that
+// only the server limits throughput.
+func (c *Clients) connConfig(base *rest.Config, contentType string) (*rest.Config, error) {
+	cfg := rest.CopyConfig(base)
+	if err := setContentType(cfg, contentType); err != nil {
+		return nil, err
+	}
+	cfg.QPS = -1
+	cfg.Burst = 1 << 20
+	cfg.RateLimiter = nil
+	// A dial function of our own makes client-go treat the transport as
+	// distinct (it keys its cache on the dialer) and lets Close reach
+	// every connection.
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	cfg.Dial = c.trackingDial(dialer)
+	cfg.WrapTransport = noHeaderIndexing
+	return cfg, nil
 }
 
 // newLeanPair builds one connection's HTTP client from cfg and both clients
@@ -224,17 +275,18 @@ func (t *trackedConn) Close() error {
 
 // Factory hands worker i clientset i mod the number of connections. For
 // lean clients that clientset also renews through the lean client on its
-// connection.
+// connection; for node clients it renews as nodes (see Clients).
 func (c *Clients) Factory() ClientFactory {
 	return func(worker int) (kubernetes.Interface, error) {
 		if worker < 0 {
 			return nil, fmt.Errorf("worker %d: must not be negative", worker)
 		}
 		i := worker % len(c.sets)
+		w := &workerClientset{Interface: c.sets[i], admin: c.admin, tokens: c.tokens}
 		if c.lean != nil {
-			return &leanClientset{Interface: c.sets[i], conn: c.lean[i]}, nil
+			w.lean = c.lean[i]
 		}
-		return c.sets[i], nil
+		return w, nil
 	}
 }
 

@@ -20,8 +20,16 @@
 // more of a shared machine's CPU to the server; both report server errors as
 // apierrors values, so conflicts and deletions are handled alike.
 //
+// Node clients (NewNodeClients, `--node-tokens`) renew every lease as the
+// node it is named after: each request carries that node's bearer token from
+// a kube-format token file (nodetokens.go), the lean client setting the
+// header in place and the typed one through the request's context
+// (nodeauth.go), over connections that present no client certificate; only
+// the namespace and the lease list use the kubeconfig's own credentials.
+//
 // Invariants: each lease is owned by exactly one goroutine at a time, so its
-// cached object never races; latency is recorded only for successful
+// cached object never races; with node clients, every request about a lease
+// or its Node carries that node's token and no other credential; latency is recorded only for successful
 // operations and every failed one is counted under exactly one error kind;
 // nothing here keeps global state, and every goroutine started by Run,
 // the fleet's agents included, has stopped when Run returns.

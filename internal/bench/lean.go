@@ -10,7 +10,6 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 )
@@ -78,18 +77,6 @@ func (c *leanConn) decoderFor(contentType string) runtime.Decoder {
 		return nil
 	}
 	return info.Serializer
-}
-
-// leanClientset is a typed clientset (for setup: namespaces, lists) whose
-// lease renewals go through the lean client on the same connection.
-type leanClientset struct {
-	kubernetes.Interface
-	conn *leanConn
-}
-
-// leaseAPI implements leaseAPIProvider.
-func (c *leanClientset) leaseAPI(namespace string) leaseAPI {
-	return newLeanLeases(c.conn, namespace)
 }
 
 // leaseURLs computes each lease's URL once: building it (and parsing it

@@ -55,8 +55,8 @@ func newLeanLeases(conn *leanConn, namespace string) *leanLeases {
 }
 
 // Update implements leaseAPI with a PUT of the lease to its own URL.
-func (l *leanLeases) Update(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error) {
-	out, err := l.do(ctx, http.MethodPut, l.conn.urls.get(l.namespace, lease.Name), lease.Name, lease)
+func (l *leanLeases) Update(ctx context.Context, auth authorization, lease *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	out, err := l.do(ctx, auth, http.MethodPut, l.conn.urls.get(l.namespace, lease.Name), lease.Name, lease)
 	if err != nil {
 		return nil, err
 	}
@@ -65,19 +65,20 @@ func (l *leanLeases) Update(ctx context.Context, lease *coordinationv1.Lease) (*
 }
 
 // Get implements leaseAPI.
-func (l *leanLeases) Get(ctx context.Context, name string) (*coordinationv1.Lease, error) {
-	return l.do(ctx, http.MethodGet, l.conn.urls.get(l.namespace, name), name, nil)
+func (l *leanLeases) Get(ctx context.Context, auth authorization, name string) (*coordinationv1.Lease, error) {
+	return l.do(ctx, auth, http.MethodGet, l.conn.urls.get(l.namespace, name), name, nil)
 }
 
 // Create implements leaseAPI with a POST to the namespace's collection.
-func (l *leanLeases) Create(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error) {
-	return l.do(ctx, http.MethodPost, l.conn.urls.get(l.namespace, ""), lease.Name, lease)
+func (l *leanLeases) Create(ctx context.Context, auth authorization, lease *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	return l.do(ctx, auth, http.MethodPost, l.conn.urls.get(l.namespace, ""), lease.Name, lease)
 }
 
-// do sends one request, with send encoded as its body unless nil, and
-// decodes the answer: a Lease on 2xx, otherwise the apierrors error the
-// answer's Status describes. name is the lease's, for errors.
-func (l *leanLeases) do(ctx context.Context, method string, u *url.URL, name string, send *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+// do sends one request, with send encoded as its body unless nil and auth
+// as its Authorization unless nil, and decodes the answer: a Lease on 2xx,
+// otherwise the apierrors error the answer's Status describes. name is the
+// lease's, for errors.
+func (l *leanLeases) do(ctx context.Context, auth authorization, method string, u *url.URL, name string, send *coordinationv1.Lease) (*coordinationv1.Lease, error) {
 	req := &http.Request{
 		Method:     method,
 		URL:        u,
@@ -96,8 +97,19 @@ func (l *leanLeases) do(ctx context.Context, method string, u *url.URL, name str
 		req.Body = body
 		req.ContentLength = int64(body.Len())
 	}
+	// The header maps are this goroutine's and reused, so a node's
+	// authorization is set in place: no allocation per request.
+	if auth != nil {
+		req.Header["Authorization"] = auth
+	} else {
+		delete(req.Header, "Authorization")
+	}
 	resp, err := l.conn.http.Do(req.WithContext(ctx))
 	if err != nil {
+		// A transport that gave up on the request (a timeout, a lost
+		// connection) may not have finished encoding its headers: leave
+		// the maps to it, as encode leaves a body it has not closed.
+		l.sendHeader, l.getHeader = l.sendHeader.Clone(), l.getHeader.Clone()
 		return nil, err
 	}
 	l.in.Reset()

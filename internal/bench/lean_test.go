@@ -129,14 +129,14 @@ func TestE2ELeanErrorsAreAPIErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			leases := leaseAPIFor(client, cfg.Namespace)
-			created, err := leases.Create(ctx, newLease(cfg.Namespace, &leaseSlot{name: "n1", holder: "n1"}, 40, time.Now()))
+			created, err := leases.Create(ctx, nil, newLease(cfg.Namespace, &leaseSlot{name: "n1", holder: "n1"}, 40, time.Now()))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := leases.Create(ctx, newLease(cfg.Namespace, &leaseSlot{name: "n1", holder: "n1"}, 40, time.Now())); !apierrors.IsAlreadyExists(err) {
+			if _, err := leases.Create(ctx, nil, newLease(cfg.Namespace, &leaseSlot{name: "n1", holder: "n1"}, 40, time.Now())); !apierrors.IsAlreadyExists(err) {
 				t.Errorf("creating an existing lease: %v, want AlreadyExists", err)
 			}
-			if _, err := leases.Get(ctx, "missing"); !apierrors.IsNotFound(err) || ErrorKind(err) != string(metav1.StatusReasonNotFound) {
+			if _, err := leases.Get(ctx, nil, "missing"); !apierrors.IsNotFound(err) || ErrorKind(err) != string(metav1.StatusReasonNotFound) {
 				t.Errorf("getting a missing lease: %v (kind %s), want NotFound", err, ErrorKind(err))
 			}
 
@@ -147,20 +147,20 @@ func TestE2ELeanErrorsAreAPIErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			stale := created.DeepCopy()
-			_, err = leases.Update(ctx, created)
+			_, err = leases.Update(ctx, nil, created)
 			if !apierrors.IsConflict(err) || ErrorKind(err) != KindConflict {
 				t.Fatalf("updating a stale lease: %v (kind %s), want a conflict", err, ErrorKind(err))
 			}
 			if created.ResourceVersion != stale.ResourceVersion || created.Name != stale.Name {
 				t.Errorf("a failed update changed the caller's lease to %+v", created)
 			}
-			current, err := leases.Get(ctx, "n1")
+			current, err := leases.Get(ctx, nil, "n1")
 			if err != nil {
 				t.Fatal(err)
 			}
 			current.Spec.RenewTime = &metav1.MicroTime{Time: time.Now().Truncate(time.Microsecond)}
 			sent := current.Spec.RenewTime.Time
-			updated, err := leases.Update(ctx, current)
+			updated, err := leases.Update(ctx, nil, current)
 			if err != nil {
 				t.Fatal(err)
 			}

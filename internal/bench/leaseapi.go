@@ -11,14 +11,16 @@ import (
 
 // leaseAPI is the part of the Lease API a renewal uses, in one namespace.
 // Errors from the server are apierrors values (so apierrors.IsConflict and
-// ErrorKind read them) whichever implementation made the request.
+// ErrorKind read them) whichever implementation made the request. Every
+// request carries auth, the credentials of the node whose lease it is, or
+// with nil the connection's own.
 type leaseAPI interface {
 	// Update writes lease. On success the caller gives lease up and uses
 	// the returned object instead: an implementation may reuse lease's
 	// memory for a later answer. On failure lease is untouched.
-	Update(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error)
-	Get(ctx context.Context, name string) (*coordinationv1.Lease, error)
-	Create(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error)
+	Update(ctx context.Context, auth authorization, lease *coordinationv1.Lease) (*coordinationv1.Lease, error)
+	Get(ctx context.Context, auth authorization, name string) (*coordinationv1.Lease, error)
+	Create(ctx context.Context, auth authorization, lease *coordinationv1.Lease) (*coordinationv1.Lease, error)
 }
 
 // leaseAPIProvider is implemented by clientsets that carry their own,
@@ -37,19 +39,21 @@ func leaseAPIFor(client kubernetes.Interface, namespace string) leaseAPI {
 	return typedLeases{client.CoordinationV1().Leases(namespace)}
 }
 
-// typedLeases is the Lease API through client-go's typed clientset.
+// typedLeases is the Lease API through client-go's typed clientset, which
+// takes no per-request headers: a node's authorization travels in the
+// context (withAuthorization).
 type typedLeases struct {
 	leases coordinationv1client.LeaseInterface
 }
 
-func (t typedLeases) Update(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error) {
-	return t.leases.Update(ctx, lease, metav1.UpdateOptions{})
+func (t typedLeases) Update(ctx context.Context, auth authorization, lease *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	return t.leases.Update(withAuthorization(ctx, auth), lease, metav1.UpdateOptions{})
 }
 
-func (t typedLeases) Get(ctx context.Context, name string) (*coordinationv1.Lease, error) {
-	return t.leases.Get(ctx, name, metav1.GetOptions{})
+func (t typedLeases) Get(ctx context.Context, auth authorization, name string) (*coordinationv1.Lease, error) {
+	return t.leases.Get(withAuthorization(ctx, auth), name, metav1.GetOptions{})
 }
 
-func (t typedLeases) Create(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error) {
-	return t.leases.Create(ctx, lease, metav1.CreateOptions{})
+func (t typedLeases) Create(ctx context.Context, auth authorization, lease *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	return t.leases.Create(withAuthorization(ctx, auth), lease, metav1.CreateOptions{})
 }

@@ -57,16 +57,23 @@ func (m *MaxWorkload) Setup(ctx context.Context) error {
 		return err
 	}
 	m.clients = clients
-	if err := ensureNamespace(ctx, clients[0], m.cfg.Namespace, m.cfg.RequestTimeout); err != nil {
+	if err := ensureNamespace(ctx, adminOf(clients[0]), m.cfg.Namespace, m.cfg.RequestTimeout); err != nil {
 		return err
 	}
 	m.slots = make([]*leaseSlot, m.cfg.Leases)
 	for i := range m.slots {
 		c := i % m.cfg.Clients
-		m.slots[i] = &leaseSlot{name: fmt.Sprintf("bench-%06d", i), holder: fmt.Sprintf("bench-client-%d", c)}
+		m.slots[i] = &leaseSlot{name: MaxLeaseName(i), holder: fmt.Sprintf("bench-client-%d", c)}
+	}
+	if err := authorizeSlots(ctx, m.cfg, clients[0], m.slots); err != nil {
+		return err
 	}
 	return ensureLeases(ctx, m.cfg, clients, m.slots)
 }
+
+// MaxLeaseName is the name of lease i in max mode, and with node clients
+// the name of the node that renews it.
+func MaxLeaseName(i int) string { return fmt.Sprintf("bench-%06d", i) }
 
 // Run implements Workload. Client c owns slots c, c+C, c+2C, ...
 func (m *MaxWorkload) Run(ctx context.Context, stop <-chan struct{}, rec *Recorder) error {

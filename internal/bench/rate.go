@@ -62,16 +62,23 @@ func (w *RateWorkload) Setup(ctx context.Context) error {
 		return err
 	}
 	w.clients = clients
-	if err := ensureNamespace(ctx, clients[0], w.cfg.Namespace, w.cfg.RequestTimeout); err != nil {
+	if err := ensureNamespace(ctx, adminOf(clients[0]), w.cfg.Namespace, w.cfg.RequestTimeout); err != nil {
 		return err
 	}
 	w.slots = make([]*leaseSlot, w.cfg.Nodes)
 	for i := range w.slots {
-		name := fmt.Sprintf("node-%06d", i)
+		name := RateNodeName(i)
 		w.slots[i] = &leaseSlot{name: name, holder: name}
+	}
+	if err := authorizeSlots(ctx, w.cfg, clients[0], w.slots); err != nil {
+		return err
 	}
 	return ensureLeases(ctx, w.cfg, clients, w.slots)
 }
+
+// RateNodeName is the name of simulated node i in rate mode: its lease's,
+// its Node's with Config.RegisterNodes, and with node clients its user's.
+func RateNodeName(i int) string { return fmt.Sprintf("node-%06d", i) }
 
 // dueRenewal is one node's renewal and when it was due.
 type dueRenewal struct {

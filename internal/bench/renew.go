@@ -56,7 +56,7 @@ func (r *renewer) update(ctx context.Context, leases leaseAPI, slot *leaseSlot) 
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.RequestTimeout)
 	defer cancel()
 	start := time.Now()
-	out, err := leases.Update(rctx, slot.lease)
+	out, err := leases.Update(rctx, slot.auth, slot.lease)
 	took := time.Since(start)
 	if err != nil {
 		return err
@@ -71,9 +71,9 @@ func (r *renewer) update(ctx context.Context, leases leaseAPI, slot *leaseSlot) 
 func (r *renewer) refresh(ctx context.Context, leases leaseAPI, slot *leaseSlot) error {
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.RequestTimeout)
 	defer cancel()
-	current, err := leases.Get(rctx, slot.name)
+	current, err := leases.Get(rctx, slot.auth, slot.name)
 	if apierrors.IsNotFound(err) {
-		current, err = leases.Create(rctx, newLease(r.cfg.Namespace, slot, r.cfg.LeaseDurationSeconds, time.Now()))
+		current, err = leases.Create(rctx, slot.auth, newLease(r.cfg.Namespace, slot, r.cfg.LeaseDurationSeconds, time.Now()))
 	}
 	if err != nil {
 		return fmt.Errorf("refreshing lease %s/%s: %w", r.cfg.Namespace, slot.name, err)

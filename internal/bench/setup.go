@@ -26,8 +26,11 @@ type leaseSlot struct {
 	// owners are the new lease's ownerReferences: its Node's, when the
 	// run registers Nodes (Config.RegisterNodes).
 	owners []metav1.OwnerReference
-	lease  *coordinationv1.Lease
-	busy   atomic.Bool // rate mode: a renewal of this slot is in flight
+	// auth is what the lease's requests authenticate with: its node's
+	// token with node clients (NewNodeClients), otherwise nil.
+	auth  authorization
+	lease *coordinationv1.Lease
+	busy  atomic.Bool // rate mode: a renewal of this slot is in flight
 }
 
 // ensureNamespace creates the namespace unless it exists.
@@ -69,7 +72,7 @@ const listPageSize = 1000
 // it, so that no Node waits for its first heartbeat while others register;
 // an adopted lease keeps the owner it has.
 func ensureLeases(ctx context.Context, cfg Config, clients []kubernetes.Interface, slots []*leaseSlot) error {
-	if err := adoptExisting(ctx, cfg, clients[0], slots); err != nil {
+	if err := adoptExisting(ctx, cfg, adminOf(clients[0]), slots); err != nil {
 		return err
 	}
 	return forEachSlot(ctx, clients, slots, func(ctx context.Context, client kubernetes.Interface, slot *leaseSlot) error {
@@ -141,7 +144,7 @@ func adoptExisting(ctx context.Context, cfg Config, client kubernetes.Interface,
 
 func ensureLease(ctx context.Context, cfg Config, client kubernetes.Interface, slot *leaseSlot) error {
 	leases := client.CoordinationV1().Leases(cfg.Namespace)
-	rctx, cancel := context.WithTimeout(ctx, cfg.RequestTimeout)
+	rctx, cancel := context.WithTimeout(withAuthorization(ctx, slot.auth), cfg.RequestTimeout)
 	defer cancel()
 	created, err := leases.Create(rctx, newLease(cfg.Namespace, slot, cfg.LeaseDurationSeconds, time.Now()), metav1.CreateOptions{})
 	if err == nil {
@@ -161,10 +164,12 @@ func ensureLease(ctx context.Context, cfg Config, client kubernetes.Interface, s
 
 // ensureNode registers the slot's Node as the agent does (a Ready status in
 // the create), or finds it registered by an earlier run, and makes the Node
-// the owner of the lease the slot will create.
+// the owner of the lease the slot will create. With a node's credentials
+// the node registers itself, so its labels must be ones NodeRestriction
+// lets a node set (FleetLabel and the kubelet's own are).
 func ensureNode(ctx context.Context, cfg Config, client kubernetes.Interface, slot *leaseSlot) error {
 	nodes := client.CoreV1().Nodes()
-	rctx, cancel := context.WithTimeout(ctx, cfg.RequestTimeout)
+	rctx, cancel := context.WithTimeout(withAuthorization(ctx, slot.auth), cfg.RequestTimeout)
 	defer cancel()
 	node, err := nodes.Create(rctx, agent.InitialNode(benchAgentConfig(slot.name, "leasehold-bench-rate"), time.Now()), metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
@@ -175,6 +180,35 @@ func ensureNode(ctx context.Context, cfg Config, client kubernetes.Interface, sl
 	}
 	slot.owners = []metav1.OwnerReference{agent.NodeOwnerReference(node)}
 	return nil
+}
+
+// authorizeSlots gives every slot its node's credentials when the clients
+// are node clients (NewNodeClients), whose leases must then be in
+// kube-node-lease, the only namespace the Node authorizer lets a node write,
+// and waits until the server accepts them. Other clients keep their own
+// credentials.
+func authorizeSlots(ctx context.Context, cfg Config, client kubernetes.Interface, slots []*leaseSlot) error {
+	tokens := nodeTokensOf(client)
+	if tokens == nil || len(slots) == 0 {
+		return nil
+	}
+	if cfg.Namespace != corev1.NamespaceNodeLease {
+		return fmt.Errorf("leases renewed as nodes must be in %q, not %q", corev1.NamespaceNodeLease, cfg.Namespace)
+	}
+	probe := slots[len(slots)-1]
+	for _, s := range slots {
+		auth, err := tokens.authorization(s.name)
+		if err != nil {
+			return err
+		}
+		s.auth = auth
+		if s.name == tokens.lastAdded {
+			probe = s
+		}
+	}
+	// A server that knows the token written last has read the file that
+	// holds them all.
+	return awaitNodeToken(ctx, cfg, client, tokens, probe, nodeTokenWait)
 }
 
 // clientsFor asks the factory for every worker's clientset.
