@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/leasehold/leasehold/internal/apiserver"
 	"github.com/leasehold/leasehold/internal/controller/nodelifecycle"
 	"github.com/leasehold/leasehold/internal/server"
 )
@@ -51,7 +52,6 @@ request for about one more watch cache's worth of memory.`,
 	f.StringVar(&cfg.TLSCertFile, "tls-cert-file", "", "serving certificate (default: generated under --data-dir)")
 	f.StringVar(&cfg.TLSPrivateKey, "tls-private-key-file", "", "serving certificate key, with --tls-cert-file")
 	f.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "extra CA bundle trusted for client certificates")
-	addAuthnFlags(cmd, &cfg)
 	f.StringSliceVar(&cfg.EtcdServers, "etcd-servers", nil, "etcd client URLs (comma-separated); the data then lives in etcd and --data-dir keeps only certificates and admin.kubeconfig")
 	f.StringVar(&cfg.EtcdPrefix, "etcd-prefix", "/registry", "etcd key prefix that replaces the /registry of every key")
 	f.StringVar(&cfg.EtcdCAFile, "etcd-cafile", "", "CA bundle that verifies the etcd servers")
@@ -64,6 +64,10 @@ request for about one more watch cache's worth of memory.`,
 	f.DurationVar(&cfg.EventTTL, "event-ttl", time.Hour, "how long events are kept after their last update")
 	f.DurationVar(&cfg.HistoryRetention, "history-retention", 5*time.Minute, "how long old revisions stay readable for watches and continue tokens (older ones answer 410 Expired); longer keeps more history on disk. The embedded store also keeps at least the watch cache's window of revisions and at most ten windows; with --etcd-servers it is the etcd compaction interval")
 	f.Float64Var(&cfg.NodeLifecycle.EvictionRate, "node-eviction-rate", nodelifecycle.DefaultEvictionRate, "nodes per second per healthy zone that get NoExecute taints")
+	f.IntVar(&cfg.Limits.MaxRequestsInflight, "max-requests-inflight", 400, "maximum concurrent non-mutating requests (watches not counted; system:masters exempt); 0 means unlimited")
+	f.IntVar(&cfg.Limits.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", 200, "maximum concurrent mutating requests (system:masters exempt); 0 means unlimited")
+	f.IntVar(&cfg.Limits.PerUserRequests, "max-requests-per-user", apiserver.DefaultPerUserRequests, "maximum concurrent non-watch requests of one user (system:masters exempt); 0 means unlimited")
+	f.IntVar(&cfg.Limits.PerUserWatches, "max-watches-per-user", apiserver.DefaultPerUserWatches, "maximum open watches of one user (system:masters exempt); 0 means unlimited")
 	addConnectionFlags(cmd, &cfg.Connections)
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	return cmd

@@ -73,7 +73,7 @@ func TestDecodedObjectsShareNothingWithTheBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{Resources: set, Scheme: scheme})
+	s, err := New(Config{Resources: set, Scheme: scheme, Authorizer: allowEverything{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestDecodedObjectsShareNothingWithTheBody(t *testing.T) {
 	}
 	for res, obj := range objs {
 		for _, mediaType := range []string{runtime.ContentTypeJSON, runtime.ContentTypeYAML, runtime.ContentTypeProtobuf} {
-			info, ok := s.serializerFor(mediaType)
+			info, ok := s.neg.SerializerFor(mediaType)
 			if !ok {
 				t.Fatalf("no serializer for %s", mediaType)
 			}

@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"strconv"
 
@@ -16,38 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/leasehold/leasehold/internal/admission"
 	"github.com/leasehold/leasehold/internal/registry"
 )
-
-// writeOptions are the query parameters every write takes.
-type writeOptions struct {
-	dryRun          bool
-	fieldManager    string
-	fieldValidation fieldValidation
-	// managedFieldsDone is set by server-side apply, which computes
-	// managedFields itself.
-	managedFieldsDone bool
-}
-
-func parseWriteOptions(r *http.Request) (writeOptions, error) {
-	q := r.URL.Query()
-	o := writeOptions{fieldManager: q.Get("fieldManager")}
-	for _, d := range q["dryRun"] {
-		if d != "All" {
-			return o, apierrors.NewBadRequest(fmt.Sprintf("unsupported dryRun value %q: only All is supported", d))
-		}
-		o.dryRun = true
-	}
-	var err error
-	o.fieldValidation, err = parseFieldValidation(q)
-	if o.fieldManager == "" {
-		o.fieldManager = managerFromUserAgent(r.UserAgent())
-	}
-	if len(o.fieldManager) > 128 {
-		return o, apierrors.NewBadRequest("fieldManager: Too long: may not be more than 128 bytes")
-	}
-	return o, err
-}
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
 	wr, err := s.readWriteRequest(r, res)
@@ -100,6 +70,9 @@ func (s *Server) createObject(ctx context.Context, res *registry.Resource, names
 			return nil, err
 		}
 	}
+	if err := s.admit(ctx, admission.Create, acc.GetNamespace(), acc.GetName(), obj, nil, wo.dryRun); err != nil {
+		return nil, err
+	}
 	key := res.Key(acc.GetNamespace(), acc.GetName())
 	value, err := s.encodeForStorage(obj)
 	if err != nil {
@@ -129,22 +102,6 @@ func validateCreate(res *registry.Resource, obj runtime.Object) field.ErrorList 
 		errs = append(errs, res.ValidateCreate(obj)...)
 	}
 	return errs
-}
-
-// checkNamespaceMatch defaults the object's namespace from the URL and
-// rejects a mismatch, with kube-apiserver's message.
-func checkNamespaceMatch(res *registry.Resource, acc metav1.Object, namespace string) error {
-	if !res.Namespaced {
-		acc.SetNamespace("")
-		return nil
-	}
-	switch ns := acc.GetNamespace(); {
-	case ns == "":
-		acc.SetNamespace(namespace)
-	case ns != namespace:
-		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
-	}
-	return nil
 }
 
 // namespaceExists answers Kubernetes' NotFound for a missing namespace.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/leasehold/leasehold/internal/admission"
 	"github.com/leasehold/leasehold/internal/registry"
 )
 
@@ -63,7 +64,7 @@ func (s *Server) parseDeleteOptions(r *http.Request) (metav1.DeleteOptions, erro
 func (s *Server) delete(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
 	n, ok := s.negotiate(r.Header.Get("Accept"), false)
 	if !ok {
-		return notAcceptable(s)
+		return s.notAcceptable()
 	}
 	opts, err := s.parseDeleteOptions(r)
 	if err != nil {
@@ -124,6 +125,9 @@ func (s *Server) deleteObject(ctx context.Context, res *registry.Resource, names
 				//lint:ignore ST1005 the wire-visible Kubernetes message starts with a capital
 				return nil, false, apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, acc.GetResourceVersion()))
 			}
+		}
+		if err := s.admit(ctx, admission.Delete, namespace, name, nil, cur, dryRun); err != nil {
+			return nil, false, err
 		}
 		rev, _ := parseRV(acc.GetResourceVersion())
 		finalizers := deletionFinalizers(acc.GetFinalizers(), opts.PropagationPolicy)
@@ -234,7 +238,7 @@ func (s *Server) finishDelete(ctx context.Context, res *registry.Resource, key s
 func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
 	n, ok := s.negotiate(r.Header.Get("Accept"), true)
 	if !ok {
-		return notAcceptable(s)
+		return s.notAcceptable()
 	}
 	o, err := s.parseListOptions(res, r.URL.Query(), false)
 	if err != nil {

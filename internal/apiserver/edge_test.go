@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -173,7 +174,10 @@ func TestBadRequests(t *testing.T) {
 			t.Fatalf("warn: %d warning %q", resp.StatusCode, resp.Header.Get("Warning"))
 		}
 	})
-	t.Run("unauthenticated is 401", func(t *testing.T) {
+	t.Run("anonymous is 403", func(t *testing.T) {
+		// As kube-apiserver with --anonymous-auth (the default): a request
+		// without credentials is system:anonymous, which may only read
+		// the public health and version paths.
 		cfg := rest.AnonymousClientConfig(srv.Config)
 		hc, err := rest.HTTPClientFor(cfg)
 		if err != nil {
@@ -184,9 +188,13 @@ func TestBadRequests(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		body, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != 401 {
-			t.Fatalf("anonymous list: %d", resp.StatusCode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != 403 || !strings.Contains(string(body), `User \"system:anonymous\" cannot list resource \"leases\" in API group \"coordination.k8s.io\" in the namespace \"default\"`) {
+			t.Fatalf("anonymous list: %d %s", resp.StatusCode, body)
 		}
 		resp, err = hc.Get(srv.Config.Host + "/healthz")
 		if err != nil {

@@ -31,6 +31,7 @@ import (
 	"github.com/leasehold/leasehold/internal/openapi"
 	"github.com/leasehold/leasehold/internal/registry"
 	nsregistry "github.com/leasehold/leasehold/internal/registry/namespace"
+	"github.com/leasehold/leasehold/internal/request"
 	"github.com/leasehold/leasehold/internal/server"
 	"github.com/leasehold/leasehold/internal/storage/embedded"
 	"github.com/leasehold/leasehold/internal/watchcache"
@@ -57,13 +58,6 @@ type fuzzServer struct {
 	api     *apiserver.Server
 	decoder runtime.Decoder
 	logs    *lockedBuffer
-}
-
-// adminAuthenticator authenticates every request as an administrator.
-type adminAuthenticator struct{}
-
-func (adminAuthenticator) Authenticate(*http.Request) (apiserver.User, bool) {
-	return apiserver.User{Name: "fuzz-admin", Groups: []string{"system:masters"}}, true
 }
 
 // newFuzzServer builds a server on a temporary data dir; everything it
@@ -123,7 +117,8 @@ func newFuzzServer(tb testing.TB) *fuzzServer {
 		Cache:         cache,
 		Intern:        table,
 		TypeConverter: oa.TypeConverter(),
-		Authenticator: adminAuthenticator{},
+		Authenticator: asUser(request.User{Name: "fuzz-admin", Groups: []string{"system:masters"}}),
+		Authorizer:    allowAll{},
 		NonResource: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set(nonResourceHeader, "1")
 			http.NotFound(w, r)
@@ -134,7 +129,7 @@ func newFuzzServer(tb testing.TB) *fuzzServer {
 	if err != nil {
 		tb.Fatalf("apiserver: %v", err)
 	}
-	loopback, err := kubernetes.NewForConfig(api.LoopbackConfig())
+	loopback, err := kubernetes.NewForConfig(api.ServerLoopbackConfig())
 	if err != nil {
 		tb.Fatal(err)
 	}

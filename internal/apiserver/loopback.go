@@ -4,43 +4,55 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/leasehold/leasehold/internal/request"
 )
 
 // LoopbackConfig returns a client-go config whose requests are served in
-// process, through the same request path external clients use but without
-// TLS or sockets; they are trusted as the server itself. In-process controllers write through it; they read
-// from the watch cache directly, so the transport does not need to stream.
-func (s *Server) LoopbackConfig() *rest.Config {
+// process, through the same pipeline external clients use but without TLS
+// or sockets. They are authenticated as user (plus system:authenticated),
+// which only code in this process can choose, and then authorized and
+// admitted like everyone else's: each controller acts under its own
+// identity. In-process controllers write through it; they read from the
+// watch cache directly, so the transport does not need to stream.
+func (s *Server) LoopbackConfig(user request.User) *rest.Config {
+	if !slices.Contains(user.Groups, request.AllAuthenticated) {
+		user.Groups = append(slices.Clip(user.Groups), request.AllAuthenticated)
+	}
 	return &rest.Config{
 		Host:      "http://leasehold.loopback",
-		Transport: loopback{s: s},
+		Transport: loopback{s: s, user: user},
 		QPS:       -1,
 		UserAgent: "leasehold-loopback",
 	}
 }
 
-type loopback struct {
-	s *Server
+// ServerLoopbackConfig is LoopbackConfig for the server's own identity,
+// system:apiserver in system:masters, as kube-apiserver's loopback client.
+func (s *Server) ServerLoopbackConfig() *rest.Config {
+	return s.LoopbackConfig(ServerUser())
 }
 
-// loopbackKey marks a request that came through the loopback transport;
-// only code in this process can set it.
-type loopbackKey struct{}
+// ServerUser is the server's own identity: system:apiserver in
+// system:masters.
+func ServerUser() request.User {
+	return request.User{Name: request.APIServerUser, Groups: []string{request.SystemPrivilegedGroup, request.AllAuthenticated}}
+}
+
+type loopback struct {
+	s    *Server
+	user request.User
+}
 
 // RoundTrip implements http.RoundTripper.
 func (l loopback) RoundTrip(req *http.Request) (*http.Response, error) {
-	ctx := context.WithValue(req.Context(), loopbackKey{}, true)
-	req = req.WithContext(ctx)
+	req = req.WithContext(context.WithValue(req.Context(), loopbackKey{}, &l.user))
 	rec := httptest.NewRecorder()
 	l.s.ServeHTTP(rec, req)
 	resp := rec.Result()
 	resp.Request = req
 	return resp, nil
-}
-
-func isLoopback(r *http.Request) bool {
-	v, _ := r.Context().Value(loopbackKey{}).(bool)
-	return v
 }

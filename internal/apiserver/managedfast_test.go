@@ -28,7 +28,7 @@ func TestRenewalManagedFieldsMatchesFieldManager(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{Resources: set, Scheme: scheme, TypeConverter: oa.TypeConverter()})
+	s, err := New(Config{Resources: set, Scheme: scheme, TypeConverter: oa.TypeConverter(), Authorizer: allowEverything{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,13 @@
 package apiserver
 
 import (
+	"strconv"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/leasehold/leasehold/internal/registry"
+	"github.com/leasehold/leasehold/internal/request"
 )
 
 // Metrics are the request-path metrics, named after kube-apiserver's where
@@ -46,4 +52,39 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		reg.MustRegister(m.Requests, m.Latency, m.OpenWatches, m.WatchEventsOut, m.StorageReads)
 	}
 	return m
+}
+
+// ObserveMetrics returns the end-of-request function (Config.Finish) that
+// records a finished resource request in m. Labels name only served
+// resources and known verbs: the path and method are the client's, and as
+// labels they would grow the metrics without bound (and panic on invalid
+// UTF-8). A watch's duration is its stream's, so it is counted but not
+// timed, as in kube-apiserver.
+func ObserveMetrics(m *Metrics, resources *registry.Set) func(*request.Record) {
+	return func(rec *request.Record) {
+		if !rec.ResourceRequest {
+			return
+		}
+		var group, resource string
+		if res, ok := resources.Lookup(rec.APIGroup, rec.APIVersion, rec.Resource); ok {
+			group, resource = res.GroupVersion.Group, res.Resource
+		}
+		verb := rec.Verb
+		if !isKnownVerb(verb) {
+			verb = "other"
+		}
+		if verb != "watch" {
+			m.Latency.WithLabelValues(verb, group, resource).Observe(time.Since(rec.Received).Seconds())
+		}
+		m.Requests.WithLabelValues(verb, group, resource, strconv.Itoa(rec.Code)).Inc()
+	}
+}
+
+// isKnownVerb tells the verbs used as metric labels; any other is "other".
+func isKnownVerb(v string) bool {
+	switch v {
+	case "get", "list", "watch", "create", "update", "patch", "delete", "deletecollection":
+		return true
+	}
+	return false
 }

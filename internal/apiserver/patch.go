@@ -29,7 +29,7 @@ const maxPatchRetries = 5
 func (s *Server) patch(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
 	n, ok := s.negotiate(r.Header.Get("Accept"), false)
 	if !ok {
-		return notAcceptable(s)
+		return s.notAcceptable()
 	}
 	wo, err := parseWriteOptions(r)
 	if err != nil {
@@ -39,10 +39,10 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, res *registry.Res
 	pt := types.PatchType(mt)
 	switch {
 	case err != nil:
-		return s.unsupportedMediaType(r.Header.Get("Content-Type"))
+		return s.unsupportedMediaType()
 	case pt == types.JSONPatchType, pt == types.MergePatchType, pt == types.StrategicMergePatchType, pt == types.ApplyYAMLPatchType:
 	default:
-		return s.unsupportedMediaType(r.Header.Get("Content-Type"))
+		return s.unsupportedMediaType()
 	}
 	body, err := readBody(r)
 	if err != nil {
@@ -74,9 +74,8 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, res *registry.Res
 
 // objectJSON encodes an object as JSON for patching.
 func (s *Server) objectJSON(obj runtime.Object) ([]byte, error) {
-	info, _ := s.serializerFor(runtime.ContentTypeJSON)
 	var buf bytes.Buffer
-	if err := info.Serializer.Encode(obj, &buf); err != nil {
+	if err := s.jsonInfo.Serializer.Encode(obj, &buf); err != nil {
 		return nil, fmt.Errorf("encoding object for patch: %w", err)
 	}
 	return buf.Bytes(), nil
@@ -86,7 +85,6 @@ func (s *Server) objectJSON(obj runtime.Object) ([]byte, error) {
 // object, retrying from a fresh read if another writer won the race.
 func (s *Server) mergePatch(ctx context.Context, res *registry.Resource, info requestInfo, pt types.PatchType, patch []byte, wo writeOptions) (runtime.Object, []string, error) {
 	key := res.Key(info.namespace, info.name)
-	jsonInfo, _ := s.serializerFor(runtime.ContentTypeJSON)
 	var lastErr error
 	for attempt := 0; attempt < maxPatchRetries; attempt++ {
 		cur, err := s.getCurrent(ctx, res, key, -1)
@@ -104,7 +102,7 @@ func (s *Server) mergePatch(ctx context.Context, res *registry.Resource, info re
 		if err != nil {
 			return nil, nil, err
 		}
-		obj, warnings, err := s.decodeObject(res, jsonInfo, patched, wo.fieldValidation)
+		obj, warnings, err := s.decodeObject(res, s.jsonInfo, patched, wo.fieldValidation)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -24,18 +24,11 @@ import (
 	"github.com/leasehold/leasehold/internal/intern"
 	"github.com/leasehold/leasehold/internal/openapi"
 	"github.com/leasehold/leasehold/internal/registry"
+	"github.com/leasehold/leasehold/internal/request"
 	"github.com/leasehold/leasehold/internal/server"
 	"github.com/leasehold/leasehold/internal/storage/embedded"
 	"github.com/leasehold/leasehold/internal/watchcache"
 )
-
-// trustAll authenticates every request as a cluster admin: the benchmark
-// drives the handler directly, without the TLS layer that carries certs.
-type trustAll struct{}
-
-func (trustAll) Authenticate(*http.Request) (apiserver.User, bool) {
-	return apiserver.User{Name: "bench", Groups: []string{"system:masters"}}, true
-}
 
 // directHandler is the resource handler with its real store, watch cache
 // and field managers, as serve wires them, minus HTTP/2 and TLS.
@@ -57,7 +50,9 @@ func handlerUnderBench(b testing.TB) (*apiserver.Server, *runtime.Scheme) {
 	return h.api, h.scheme
 }
 
-func newDirectHandler(b testing.TB) *directHandler {
+// newDirectHandler builds the handler; opts may change its Config (the
+// pipeline tests' authenticators, authorizers, admission and limits).
+func newDirectHandler(b testing.TB, opts ...func(*apiserver.Config)) *directHandler {
 	b.Helper()
 	store, err := embedded.Open(b.TempDir(), embedded.Options{})
 	if err != nil {
@@ -100,16 +95,23 @@ func newDirectHandler(b testing.TB) *directHandler {
 		b.Fatal(err)
 	}
 	metrics := apiserver.NewMetrics(nil)
-	api, err := apiserver.New(apiserver.Config{
+	cfg := apiserver.Config{
 		Resources:     resources,
 		Scheme:        scheme,
 		Store:         store,
 		Cache:         cache,
 		Intern:        table,
 		TypeConverter: oa.TypeConverter(),
-		Authenticator: trustAll{},
+		// The benchmark drives the handler directly, without the TLS
+		// layer that carries certificates: every request is an admin's.
+		Authenticator: asUser(request.User{Name: "bench", Groups: []string{"system:masters", "system:authenticated"}}),
+		Authorizer:    allowAll{},
 		Metrics:       metrics,
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	api, err := apiserver.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

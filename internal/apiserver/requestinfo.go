@@ -3,7 +3,50 @@ package apiserver
 import (
 	"net/http"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/api/validate/content"
+	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/leasehold/leasehold/internal/request"
 )
+
+// readRequestInfo is the pipeline's first stage: what the URL and method
+// ask for, as the record's Attributes (what authorization, admission and
+// audit judge), and as the requestInfo the verbs address storage with.
+// ok=false for a non-resource request (discovery, health, metrics, ...).
+func readRequestInfo(r *http.Request, a *request.Attributes) (info requestInfo, ok bool) {
+	a.Path = r.URL.Path
+	info, ok = parseRequestInfo(r)
+	if !ok || info.resource == "" {
+		// Kubernetes' verb for a non-resource request is the method.
+		a.Verb = strings.ToLower(r.Method)
+		return info, false
+	}
+	a.ResourceRequest = true
+	a.Verb = info.verb
+	a.APIGroup, a.APIVersion = info.group, info.version
+	a.Resource, a.Subresource, a.Name = info.resource, info.subresource, info.name
+	a.Namespace = info.namespace
+	if info.resource == "namespaces" && info.namespace == "" && info.name != "" {
+		// A namespace object lies in itself, as kube-apiserver's request
+		// info says: a RoleBinding in namespace x may grant reading x.
+		a.Namespace = info.name
+	}
+	if r.URL.RawQuery != "" && (info.verb == "list" || info.verb == "watch" || info.verb == "deletecollection") {
+		q := r.URL.Query()
+		a.FieldSelector, a.LabelSelector = q.Get("fieldSelector"), q.Get("labelSelector")
+		if a.Name == "" && a.FieldSelector != "" && info.verb != "deletecollection" {
+			// A list or watch of one object by name is authorized as that
+			// object, as in kube-apiserver (a node watching its own Node).
+			if sel, err := fields.ParseSelector(a.FieldSelector); err == nil {
+				if name, ok := sel.RequiresExactMatch("metadata.name"); ok && len(content.IsPathSegmentName(name)) == 0 {
+					a.Name = name
+				}
+			}
+		}
+	}
+	return info, true
+}
 
 // requestInfo is what the URL and method say about a resource request, parsed
 // the way kube-apiserver parses them (/api/v1/..., /apis/<group>/<version>/...).

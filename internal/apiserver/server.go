@@ -1,25 +1,7 @@
-// Package apiserver is Leasehold's lean Kubernetes API request path: routing,
-// authentication, content negotiation, the eight verbs, watch streams and
-// Status errors, for every resource described in internal/registry.
-//
-// It deliberately does not use k8s.io/apiserver's generic registry (see SPEC
-// §3): a renewal must stay near 100 µs of CPU. It does use apimachinery for
-// everything with a wire format: codecs, selectors, Status errors, patches and
-// managed fields.
-//
-// Invariants:
-//   - Every response to a resource request is either the object (or list,
-//     table, metadata) in the negotiated encoding, or a metav1.Status with a
-//     4xx/5xx code; a panic in a handler becomes a 500 Status.
-//   - Reads are served from the watch cache; a read that must be consistent
-//     first waits until the cache has caught up with the store's revision.
-//   - Writes go to storage with a revision precondition, so two writers can
-//     never both succeed from the same observed state.
-//   - Objects taken from the cache are shared: handlers deep-copy before
-//     mutating.
 package apiserver
 
 import (
+	"errors"
 	"log/slog"
 	"net/http"
 	"time"
@@ -29,8 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
+	"github.com/leasehold/leasehold/internal/admission"
+	"github.com/leasehold/leasehold/internal/apiserver/respond"
+	"github.com/leasehold/leasehold/internal/authn"
+	"github.com/leasehold/leasehold/internal/authz"
 	"github.com/leasehold/leasehold/internal/intern"
 	"github.com/leasehold/leasehold/internal/registry"
+	"github.com/leasehold/leasehold/internal/request"
 	"github.com/leasehold/leasehold/internal/storage"
 	"github.com/leasehold/leasehold/internal/watchcache"
 )
@@ -52,11 +39,25 @@ type Config struct {
 	Intern *intern.Table
 	// TypeConverter enables managedFields and server-side apply.
 	TypeConverter managedfields.TypeConverter
-	// Authenticator identifies the caller; nil means every request is anonymous
-	// and rejected with 401.
-	Authenticator Authenticator
+	// Authenticator identifies the caller (internal/authn); nil answers
+	// every request but the loopback transport's with 401.
+	Authenticator authn.Authenticator
+	// Authorizer decides every request, resource or not (internal/authz:
+	// the --authorization-mode chain). Required.
+	Authorizer authz.Authorizer
+	// Admission checks every write before it is stored
+	// (internal/admission); nil admits everything.
+	Admission admission.Interface
+	// Limits bound concurrent requests and watches (zero: unlimited).
+	Limits Limits
+	// Finish receives every request's finished record once its response
+	// is written (for a watch, once the stream ends): the end-of-request
+	// seam. Nil records the request metrics (ObserveMetrics); a caller that
+	// sets it and wants the metrics calls ObserveMetrics's function too.
+	Finish func(*request.Record)
 	// NonResource serves everything that is not a resource request
-	// (discovery, OpenAPI, health, metrics). Nil answers 404.
+	// (discovery, OpenAPI, health, metrics) once it is authorized. Nil
+	// answers 404.
 	NonResource http.Handler
 	Metrics     *Metrics
 	Logger      *slog.Logger
@@ -75,22 +76,28 @@ type Server struct {
 	storageEnc runtime.Encoder
 	storageDec runtime.Decoder
 	managers   map[*registry.Resource]*fieldManagers
-	// fieldSets and accepts memoize per-request parsing that repeats.
+	// fieldSets memoizes parsed managedFields sets, which repeat.
 	fieldSets *boundedCache[*fieldpath.Set]
-	accepts   *boundedCache[[]acceptItem]
-	// encodeBufs recycles response encoding memory, bodies the memory of
-	// write request bodies.
-	encodeBufs encodeBuffers
-	bodies     byteBuffers
-	// stamps and ownedKeys serve the renewal shortcut (managedfast.go).
+	// neg negotiates responses and out writes them (package respond);
+	// jsonInfo is the JSON serializer, for patches and fallbacks.
+	neg      *respond.Negotiator
+	out      *respond.Writer
+	jsonInfo runtime.SerializerInfo
+	// bodies recycles the memory of write request bodies.
+	bodies byteBuffers
+	// stamps and ownedKeys serve the renewal shortcut (managedfields.go).
 	stamps    secondStamps
 	ownedKeys byteBuffers
+	limits    *limiter
 	logger    *slog.Logger
 	now       func() time.Time
 }
 
 // New builds a Server.
 func New(cfg Config) (*Server, error) {
+	if cfg.Authorizer == nil {
+		return nil, errors.New("apiserver: Config.Authorizer is required")
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -103,32 +110,28 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics(nil)
 	}
+	if cfg.Finish == nil {
+		cfg.Finish = ObserveMetrics(cfg.Metrics, cfg.Resources)
+	}
 	s := &Server{
 		cfg: cfg,
 		// Not EnableStrict: that makes SerializerInfo.Serializer strict too,
 		// and fieldValidation=Ignore (kubectl --validate=false) relies on a
 		// lenient Serializer beside the StrictSerializer.
 		codecs: serializer.NewCodecFactory(cfg.Scheme),
+		limits: newLimiter(cfg.Limits),
 		logger: cfg.Logger,
 		now:    cfg.Now,
 	}
 	s.storageEnc, s.storageDec = newStorageCodec(cfg.Scheme)
 	s.fieldSets = newBoundedCache(4096, parseFieldSet)
-	s.accepts = newBoundedCache(1024, func(h string) ([]acceptItem, bool) { return parseAccept(h), true })
+	s.neg = respond.NewNegotiator(s.codecs.SupportedMediaTypes())
+	s.out = respond.NewWriter(cfg.Logger)
+	s.jsonInfo, _ = s.neg.SerializerFor(runtime.ContentTypeJSON)
 	managers, err := newFieldManagers(cfg)
 	if err != nil {
 		return nil, err
 	}
 	s.managers = managers
 	return s, nil
-}
-
-// ServeHTTP routes resource requests to the verbs and the rest to NonResource.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	info, ok := parseRequestInfo(r)
-	if !ok || info.resource == "" {
-		s.serveNonResource(w, r)
-		return
-	}
-	s.serveResource(w, r, info)
 }

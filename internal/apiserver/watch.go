@@ -23,10 +23,10 @@ import (
 func (s *Server) watch(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
 	n, ok := s.negotiate(r.Header.Get("Accept"), false)
 	if !ok {
-		return notAcceptable(s)
+		return s.notAcceptable()
 	}
 	if n.info.StreamSerializer == nil {
-		return notAcceptable(s)
+		return s.notAcceptable()
 	}
 	q := r.URL.Query()
 	o, err := s.parseListOptions(res, q, true)

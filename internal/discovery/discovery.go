@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/leasehold/leasehold/internal/apiserver/respond"
 	"github.com/leasehold/leasehold/internal/registry"
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	apidiscoveryv2beta1 "k8s.io/api/apidiscovery/v2beta1"
@@ -30,10 +31,11 @@ type Discovery struct {
 	// empty the address the client connected to is used.
 	serverAddress string
 
-	groups    []groupInfo
-	scheme    *runtime.Scheme
-	codecs    serializer.CodecFactory
-	supported []runtime.SerializerInfo
+	groups []groupInfo
+	scheme *runtime.Scheme
+	codecs serializer.CodecFactory
+	neg    *respond.Negotiator
+	out    *respond.Writer
 
 	// Entity tags of the aggregated documents of /api and /apis; empty when
 	// hashing failed, in which case responses simply carry no ETag.
@@ -76,7 +78,8 @@ func New(resources *registry.Set, info version.Info, opts ...Option) *Discovery 
 	utilruntime.Must(apidiscoveryv2.AddToScheme(d.scheme))
 	utilruntime.Must(apidiscoveryv2beta1.AddToScheme(d.scheme))
 	d.codecs = serializer.NewCodecFactory(d.scheme, serializer.EnablePretty)
-	d.supported = d.codecs.SupportedMediaTypes()
+	d.neg = respond.NewNegotiator(d.codecs.SupportedMediaTypes())
+	d.out = respond.NewWriter(d.logger)
 
 	var err error
 	if core, ok := coreGroup(d.groups); ok {
@@ -135,7 +138,7 @@ func (d *Discovery) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // serveVersion writes version.Info as indented JSON, as kube-apiserver does
 // (it is not a runtime.Object and is never negotiated).
 func (d *Discovery) serveVersion(w http.ResponseWriter) {
-	d.writeRawJSON(w, http.StatusOK, d.info)
+	d.out.RawJSON(w, http.StatusOK, d.info)
 }
 
 func (d *Discovery) serveAPI(w http.ResponseWriter, r *http.Request) {
@@ -219,10 +222,10 @@ func (d *Discovery) writeAggregated(w http.ResponseWriter, r *http.Request, n ne
 
 // negotiate runs content negotiation and answers 406 when nothing fits.
 func (d *Discovery) negotiate(w http.ResponseWriter, r *http.Request, allowed transformAllowed) (negotiated, bool) {
-	n, ok := negotiate(r.Header.Get("Accept"), d.supported, allowed)
+	n, ok := negotiate(d.neg, r.Header.Get("Accept"), allowed)
 	if !ok {
 		d.logger.Debug("discovery request refused: no acceptable media type", "path", r.URL.Path, "accept", r.Header.Get("Accept"))
-		d.writeStatus(w, statusNotAcceptable(mediaTypes(d.supported)))
+		d.writeStatus(w, respond.NotAcceptable(d.neg.MediaTypes()))
 		return negotiated{}, false
 	}
 	n.pretty = n.pretty || prettyRequested(r)

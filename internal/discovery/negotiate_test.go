@@ -53,19 +53,3 @@ func TestNegotiation(t *testing.T) {
 		})
 	}
 }
-
-func TestParseAcceptOrder(t *testing.T) {
-	got := parseAccept(`text/plain;q=0.2, application/*;q=0.9, */*;q=0.9, application/json;q=0.9;pretty=1, bad/, application/yaml;q=2, application/cbor`)
-	want := []string{"application/cbor", "application/json", "application/*", "*/*", "text/plain"}
-	if len(got) != len(want) {
-		t.Fatalf("parseAccept kept %d clauses %+v, want %v", len(got), got, want)
-	}
-	for i, c := range got {
-		if c.typ+"/"+c.subtype != want[i] {
-			t.Errorf("clause %d = %s/%s, want %s", i, c.typ, c.subtype, want[i])
-		}
-	}
-	if got[1].params["pretty"] != "1" || got[1].params["q"] != "" {
-		t.Errorf("params of application/json = %v, want pretty=1 and no q", got[1].params)
-	}
-}

@@ -192,19 +192,29 @@ func (r *Resource) NamespaceAndNameFromKey(key string) (namespace, name string, 
 	return ns, name, nil
 }
 
-// Set is the collection of served resources.
+// Set is the collection of served resources: the one list every part of
+// the server is built from (the scheme's kinds, the request path, storage
+// decoding, discovery and OpenAPI). A resource type is registered by adding
+// it to the Set `serve` builds (server.Resources).
 type Set struct {
 	list []*Resource
+	// byGVR indexes list for Lookup, which every request calls.
+	byGVR map[schema.GroupVersionResource]*Resource
 }
 
-// NewSet builds a Set; defaults StorageResource.
+// NewSet builds a Set; defaults StorageResource. The first of two
+// resources with the same group, version and name wins.
 func NewSet(resources ...*Resource) *Set {
+	s := &Set{list: resources, byGVR: make(map[schema.GroupVersionResource]*Resource, len(resources))}
 	for _, r := range resources {
 		if r.StorageResource == "" {
 			r.StorageResource = r.Resource
 		}
+		if _, dup := s.byGVR[r.GroupVersionResource()]; !dup {
+			s.byGVR[r.GroupVersionResource()] = r
+		}
 	}
-	return &Set{list: resources}
+	return s
 }
 
 // All returns the resources in registration order.
@@ -212,12 +222,8 @@ func (s *Set) All() []*Resource { return s.list }
 
 // Lookup finds a resource by group, version and plural name.
 func (s *Set) Lookup(group, version, resource string) (*Resource, bool) {
-	for _, r := range s.list {
-		if r.GroupVersion.Group == group && r.GroupVersion.Version == version && r.Resource == resource {
-			return r, true
-		}
-	}
-	return nil, false
+	r, ok := s.byGVR[schema.GroupVersionResource{Group: group, Version: version, Resource: resource}]
+	return r, ok
 }
 
 // GroupVersions returns the served group versions in registration order,

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/apiserver"
 	"github.com/leasehold/leasehold/internal/connguard"
 	"github.com/leasehold/leasehold/internal/controller/nodelifecycle"
 )
@@ -21,13 +22,6 @@ type Config struct {
 	TLSCertFile   string
 	TLSPrivateKey string
 	ClientCAFile  string
-	// TokenAuthFile is --token-auth-file: static bearer tokens in
-	// kube-apiserver's CSV format, re-read whenever the file changes.
-	TokenAuthFile string
-	// DisableAnonymousAuth is --anonymous-auth=false: a request without
-	// any credential gets 401 instead of being system:anonymous. The zero
-	// value keeps kube-apiserver's default, anonymous requests on.
-	DisableAnonymousAuth bool
 	// EtcdServers, when set, puts the data on that etcd cluster instead of
 	// the embedded store; DataDir then holds only the certificates and the
 	// kubeconfig. EtcdPrefix and the Etcd*File fields are kube-apiserver's
@@ -58,6 +52,11 @@ type Config struct {
 	// often expired ones are swept (default 1 min).
 	EventTTL         time.Duration
 	EventTTLInterval time.Duration
+	// Limits are --max-requests-inflight, --max-mutating-requests-inflight,
+	// --max-requests-per-user and --max-watches-per-user (zero: unlimited;
+	// the flags' defaults are kube-apiserver's 400 and 200, and
+	// apiserver.DefaultPerUserRequests and DefaultPerUserWatches).
+	Limits apiserver.Limits
 	// Connections bounds client connections: their number (derived from
 	// RLIMIT_NOFILE), idle and header timeouts, HTTP/2 streams and resets.
 	Connections connguard.Config

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/leasehold/leasehold/internal/apiserver"
+	"github.com/leasehold/leasehold/internal/authn"
 	"github.com/leasehold/leasehold/internal/connguard"
 	"github.com/leasehold/leasehold/internal/controller"
 	"github.com/leasehold/leasehold/internal/controller/namespaces"
@@ -98,6 +99,10 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	mux.HandleFunc("/readyz", ready.serve)
 
+	authenticator, err := authn.New(authn.Config{ClientCAs: tlsConfig.ClientCAs, Anonymous: true, Logger: log.With("component", "authn")})
+	if err != nil {
+		return fmt.Errorf("authentication: %w", err)
+	}
 	stopWatches := make(chan struct{})
 	api, err := apiserver.New(apiserver.Config{
 		Resources:     resources,
@@ -106,9 +111,12 @@ func Run(ctx context.Context, cfg Config) error {
 		Cache:         cache,
 		Intern:        table,
 		TypeConverter: oa.TypeConverter(),
-		Authenticator: apiserver.CertAuthenticator{},
+		Authenticator: authenticator,
+		Authorizer:    authenticatedOrPublic{},
+		Limits:        cfg.Limits,
 		NonResource:   mux,
 		Metrics:       apiMetrics,
+		Finish:        apiserver.ObserveMetrics(apiMetrics, resources),
 		Logger:        log.With("component", "apiserver"),
 		StopWatches:   stopWatches,
 	})
@@ -134,7 +142,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := cache.WaitReady(ctx); err != nil {
 		return fmt.Errorf("waiting for the watch cache: %w", err)
 	}
-	loopback, err := kubernetes.NewForConfig(api.LoopbackConfig())
+	// The controllers act as the server itself until each has its own
+	// identity (api.LoopbackConfig(user)).
+	loopback, err := kubernetes.NewForConfig(api.ServerLoopbackConfig())
 	if err != nil {
 		return fmt.Errorf("loopback client: %w", err)
 	}

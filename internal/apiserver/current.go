@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -31,27 +30,6 @@ func parseRV(rv string) (int64, error) {
 		return 0, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version %q", rv))
 	}
 	return n, nil
-}
-
-// waitFresh makes the cache at least as new as rv; rv < 0 means "as new as
-// the store" (a consistent read).
-func (s *Server) waitFresh(ctx context.Context, rv int64) error {
-	if rv < 0 {
-		cur, err := s.cfg.Store.CurrentRevision(ctx)
-		if err != nil {
-			return fmt.Errorf("reading current revision: %w", err)
-		}
-		rv = cur
-	}
-	if s.cfg.Cache.Revision() >= rv {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, freshnessWait)
-	defer cancel()
-	if err := s.cfg.Cache.WaitForRevision(ctx, rv); err != nil {
-		return apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", rv, s.cfg.Cache.Revision()), 1)
-	}
-	return nil
 }
 
 // readRV turns a get/list resourceVersion parameter into a waitFresh target:
@@ -96,6 +74,27 @@ func (s *Server) getCurrent(ctx context.Context, res *registry.Resource, key str
 	return s.getStored(ctx, res, key)
 }
 
+// waitFresh makes the cache at least as new as rv; rv < 0 means "as new as
+// the store" (a consistent read).
+func (s *Server) waitFresh(ctx context.Context, rv int64) error {
+	if rv < 0 {
+		cur, err := s.cfg.Store.CurrentRevision(ctx)
+		if err != nil {
+			return fmt.Errorf("reading current revision: %w", err)
+		}
+		rv = cur
+	}
+	if s.cfg.Cache.Revision() >= rv {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, freshnessWait)
+	defer cancel()
+	if err := s.cfg.Cache.WaitForRevision(ctx, rv); err != nil {
+		return apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", rv, s.cfg.Cache.Revision()), 1)
+	}
+	return nil
+}
+
 // cached returns the cache's object at key, or nil.
 func (s *Server) cached(key string) runtime.Object {
 	obj, ok := s.cfg.Cache.Get(key)
@@ -125,34 +124,33 @@ func (s *Server) getStored(ctx context.Context, res *registry.Resource, key stri
 	return s.DecodeStored(res, kv.Value, kv.ModRevision)
 }
 
-func (s *Server) get(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
-	n, ok := s.negotiate(r.Header.Get("Accept"), false)
-	if !ok {
-		return notAcceptable(s)
+// storeError turns a storage error from reading or writing key into the
+// Status a client gets.
+func storeError(res *registry.Resource, name, key string, err error) error {
+	switch {
+	case errors.Is(err, storage.ErrConflict):
+		return conflict(res, name)
+	case errors.Is(err, storage.ErrNotFound):
+		return apierrors.NewNotFound(res.GroupResource(), name)
+	case errors.Is(err, storage.ErrKeyExists):
+		return apierrors.NewAlreadyExists(res.GroupResource(), name)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// The client gave up (or its timeout passed) before storage
+		// answered: kube-apiserver's answer is a 504, and it is not a server fault.
+		return apierrors.NewTimeoutError(fmt.Sprintf("request did not complete within requested timeout - %v", err), 0)
 	}
-	rv, err := readRV(r.URL.Query().Get("resourceVersion"))
-	if err != nil {
-		return err
-	}
-	if n, err = withTableOptions(n, r.URL.Query()); err != nil {
-		return err
-	}
-	obj, err := s.getCurrent(r.Context(), res, res.Key(info.namespace, info.name), rv)
-	if err != nil {
-		return err
-	}
-	if obj == nil {
-		return apierrors.NewNotFound(res.GroupResource(), info.name)
-	}
-	out, err := s.transform(res, n, obj, false, false)
-	if err != nil {
-		return err
-	}
-	s.writeObject(w, http.StatusOK, n, out)
-	return nil
+	return fmt.Errorf("storage %s: %w", key, err)
 }
 
-func notAcceptable(s *Server) error {
-	return statusError(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable,
-		fmt.Sprintf("only the following media types are accepted: %s", s.mediaTypes()))
+// objectMeta returns the ObjectMeta embedded in a typed object.
+func objectMeta(obj runtime.Object) (*metav1.ObjectMeta, error) {
+	a, ok := obj.(metav1.ObjectMetaAccessor)
+	if !ok {
+		return nil, fmt.Errorf("%T has no ObjectMeta", obj)
+	}
+	om, ok := a.GetObjectMeta().(*metav1.ObjectMeta)
+	if !ok {
+		return nil, fmt.Errorf("%T has unexpected metadata type", obj)
+	}
+	return om, nil
 }

@@ -1,0 +1,280 @@
+package apiserver
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/leasehold/leasehold/internal/apiserver/respond"
+	"github.com/leasehold/leasehold/internal/registry"
+)
+
+// target says what representation the client asked for in Accept.
+type target int
+
+const (
+	targetObject target = iota // the resource itself
+	targetTable
+	targetPartialObjectMetadata     // also PartialObjectMetadataList for lists
+	targetPartialObjectMetadataList // only valid for lists
+)
+
+// negotiated is the outcome of content negotiation for a response.
+type negotiated struct {
+	info   runtime.SerializerInfo
+	target target
+	pretty bool
+	// include is what Table rows carry (includeObject); set by
+	// withTableOptions, empty means metadata.
+	include metav1.IncludeObjectPolicy
+}
+
+// negotiate picks the response serializer and representation (respond's
+// negotiation, with the meta.k8s.io as= forms a resource can take). isList
+// says whether list forms (PartialObjectMetadataList) are acceptable. It
+// returns ok=false when nothing in Accept can be served (406).
+func (s *Server) negotiate(accept string, isList bool) (negotiated, bool) {
+	c, info, ok := s.neg.Negotiate(accept, func(c respond.Clause, _ runtime.SerializerInfo) bool {
+		_, ok := targetOf(c.Params, isList)
+		return ok
+	})
+	if !ok {
+		return negotiated{}, false
+	}
+	t, _ := targetOf(c.Params, isList)
+	return negotiated{info: info, target: t, pretty: c.Params["pretty"] == "1" || c.Params["pretty"] == "true"}, true
+}
+
+// targetOf reads the representation a clause's as, g and v parameters ask
+// for; ok=false when this response cannot take it.
+func targetOf(params map[string]string, isList bool) (target, bool) {
+	as := params["as"]
+	if as == "" {
+		return targetObject, true
+	}
+	if params["g"] != "meta.k8s.io" || (params["v"] != "v1" && params["v"] != "v1beta1") {
+		return 0, false
+	}
+	switch {
+	case as == "Table":
+		return targetTable, true
+	case as == "PartialObjectMetadata" && !isList:
+		return targetPartialObjectMetadata, true
+	case as == "PartialObjectMetadataList" && isList:
+		return targetPartialObjectMetadataList, true
+	}
+	return 0, false
+}
+
+// respond answers a successful request with obj in the negotiated form: 201
+// when it created the object, 200 otherwise, with any Warning headers.
+func (s *Server) respond(w http.ResponseWriter, res *registry.Resource, n negotiated, obj runtime.Object, created bool, warnings []string) error {
+	out, err := s.transform(res, n, obj, false, false)
+	if err != nil {
+		return err
+	}
+	writeWarnings(w, warnings)
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+	}
+	s.writeObject(w, code, n, out)
+	return nil
+}
+
+// respondList answers a list request with list in the negotiated form.
+func (s *Server) respondList(w http.ResponseWriter, res *registry.Resource, n negotiated, list runtime.Object) error {
+	out, err := s.transform(res, n, list, true, false)
+	if err != nil {
+		return err
+	}
+	s.writeObject(w, http.StatusOK, n, out)
+	return nil
+}
+
+// writeWarnings adds Kubernetes-style Warning headers.
+func writeWarnings(w http.ResponseWriter, warnings []string) {
+	for _, msg := range warnings {
+		w.Header().Add("Warning", fmt.Sprintf("299 - %q", msg))
+	}
+}
+
+// writeError answers with the Status form of err (respond.StatusFor), in
+// the negotiated encoding, or JSON when the client asked for a form a
+// Status cannot take.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	st := respond.StatusFor(err)
+	if st.Code >= 500 {
+		s.logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	n, ok := s.negotiate(r.Header.Get("Accept"), false)
+	if !ok || n.target != targetObject {
+		n = negotiated{info: s.jsonInfo}
+	}
+	s.writeObject(w, int(st.Code), n, st)
+}
+
+// writeObject encodes obj with the negotiated serializer. obj must already
+// be in the negotiated representation (object, Table, metadata).
+func (s *Server) writeObject(w http.ResponseWriter, code int, n negotiated, obj runtime.Object) {
+	s.out.Object(w, code, n.info, s.jsonInfo, n.pretty, obj)
+}
+
+// notAcceptable is the 406 for an Accept header no response form fits.
+func (s *Server) notAcceptable() error { return respond.NotAcceptable(s.neg.MediaTypes()) }
+
+// unsupportedMediaType is the 415 for a body in a format not decoded.
+func (s *Server) unsupportedMediaType() error {
+	return respond.UnsupportedMediaType(s.neg.MediaTypes())
+}
+
+// badRequest is a 400 with Kubernetes' BadRequest reason.
+func badRequest(format string, args ...interface{}) error {
+	return apierrors.NewBadRequest(fmt.Sprintf(format, args...))
+}
+
+var (
+	tableGVK   = metav1.SchemeGroupVersion.WithKind("Table")
+	pomGVK     = metav1.SchemeGroupVersion.WithKind("PartialObjectMetadata")
+	pomListGVK = metav1.SchemeGroupVersion.WithKind("PartialObjectMetadataList")
+)
+
+// transform turns an object (or list) into the representation n asks for.
+func (s *Server) transform(res *registry.Resource, n negotiated, obj runtime.Object, isList, noHeaders bool) (runtime.Object, error) {
+	switch n.target {
+	case targetTable:
+		return s.toTable(res, obj, isList, noHeaders, n.include)
+	case targetPartialObjectMetadata, targetPartialObjectMetadataList:
+		if isList {
+			return toPartialList(obj)
+		}
+		return toPartial(obj)
+	}
+	return obj, nil
+}
+
+func toPartial(obj runtime.Object) (*metav1.PartialObjectMetadata, error) {
+	om, err := objectMeta(obj)
+	if err != nil {
+		return nil, err
+	}
+	p := &metav1.PartialObjectMetadata{ObjectMeta: *om.DeepCopy()}
+	p.SetGroupVersionKind(pomGVK)
+	return p, nil
+}
+
+func toPartialList(list runtime.Object) (*metav1.PartialObjectMetadataList, error) {
+	out := &metav1.PartialObjectMetadataList{}
+	out.SetGroupVersionKind(pomListGVK)
+	lm, err := meta.ListAccessor(list)
+	if err != nil {
+		return nil, err
+	}
+	out.ResourceVersion, out.Continue, out.RemainingItemCount = lm.GetResourceVersion(), lm.GetContinue(), lm.GetRemainingItemCount()
+	err = meta.EachListItem(list, func(o runtime.Object) error {
+		p, err := toPartial(o)
+		if err != nil {
+			return err
+		}
+		out.Items = append(out.Items, *p)
+		return nil
+	})
+	if out.Items == nil {
+		out.Items = []metav1.PartialObjectMetadata{}
+	}
+	return out, err
+}
+
+// toTable renders the server-side printer columns, each row carrying what
+// include asks for (the object's metadata by default, as kube-apiserver).
+func (s *Server) toTable(res *registry.Resource, obj runtime.Object, isList, noHeaders bool, include metav1.IncludeObjectPolicy) (*metav1.Table, error) {
+	t := &metav1.Table{}
+	t.SetGroupVersionKind(tableGVK)
+	if !noHeaders {
+		t.ColumnDefinitions = res.TableColumns
+	}
+	addRow := func(o runtime.Object) error {
+		ro, err := tableRowObject(res, o, include)
+		if err != nil {
+			return err
+		}
+		row := metav1.TableRow{Cells: res.TableRow(o), Object: ro}
+		t.Rows = append(t.Rows, row)
+		return nil
+	}
+	if isList {
+		lm, err := meta.ListAccessor(obj)
+		if err != nil {
+			return nil, err
+		}
+		t.ResourceVersion, t.Continue, t.RemainingItemCount = lm.GetResourceVersion(), lm.GetContinue(), lm.GetRemainingItemCount()
+		if err := meta.EachListItem(obj, addRow); err != nil {
+			return nil, err
+		}
+	} else {
+		acc, err := meta.Accessor(obj)
+		if err != nil {
+			return nil, err
+		}
+		t.ResourceVersion = acc.GetResourceVersion()
+		if err := addRow(obj); err != nil {
+			return nil, err
+		}
+	}
+	if t.Rows == nil {
+		t.Rows = []metav1.TableRow{}
+	}
+	return t, nil
+}
+
+// withTableOptions applies the includeObject query parameter (meta.k8s.io
+// TableOptions) to a Table response: what each row's object holds. The
+// default is the object's metadata; kubectl asks for the whole object
+// (includeObject=Object) when it sorts (--sort-by), since it sorts on the
+// rows' objects. An unknown value is a 400, as in kube-apiserver.
+func withTableOptions(n negotiated, q url.Values) (negotiated, error) {
+	if n.target != targetTable {
+		return n, nil
+	}
+	switch p := metav1.IncludeObjectPolicy(q.Get("includeObject")); p {
+	case "", metav1.IncludeMetadata:
+		n.include = metav1.IncludeMetadata
+	case metav1.IncludeNone, metav1.IncludeObject:
+		n.include = p
+	default:
+		return n, badRequest("unrecognized includeObject value: %q", p)
+	}
+	return n, nil
+}
+
+// tableRowObject is what a Table row carries for obj under policy.
+func tableRowObject(res *registry.Resource, obj runtime.Object, policy metav1.IncludeObjectPolicy) (runtime.RawExtension, error) {
+	switch policy {
+	case metav1.IncludeNone:
+		return runtime.RawExtension{}, nil
+	case metav1.IncludeObject:
+		// Objects may be shared with the watch cache: copy before stamping
+		// the kind, never mutate.
+		if obj.GetObjectKind().GroupVersionKind() != res.GroupVersionKind() {
+			obj = obj.DeepCopyObject()
+			obj.GetObjectKind().SetGroupVersionKind(res.GroupVersionKind())
+		}
+		return runtime.RawExtension{Object: obj}, nil
+	}
+	p, err := toPartial(obj)
+	if err != nil {
+		return runtime.RawExtension{}, err
+	}
+	return runtime.RawExtension{Object: p}, nil
+}
+
+// setListGVK stamps a list's TypeMeta.
+func setListGVK(res *registry.Resource, list runtime.Object) {
+	list.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{Group: res.GroupVersion.Group, Version: res.GroupVersion.Version, Kind: res.ListKind})
+}

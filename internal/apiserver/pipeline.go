@@ -1,0 +1,173 @@
+package apiserver
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/leasehold/leasehold/internal/registry"
+	"github.com/leasehold/leasehold/internal/request"
+)
+
+// ServeHTTP is the whole request pipeline. Every request, resource or not,
+// passes the same stages in this order, each reading and filling one
+// request.Record:
+//
+//  1. request info (requestinfo.go): what the URL and method ask for;
+//  2. authenticate (authenticate.go): who asks, or 401;
+//  3. limit (limits.go): in-flight and per-user limits, or 429;
+//  4. authorize (authorize.go): may they, or 403;
+//  5. serve (serveResource, below): the verb on the resource, which admits writes
+//     (write.go) before storing them, or the non-resource handler;
+//  6. finish (below): the response code goes into the record, a panic
+//     becomes a 500, and Config.Finish receives the finished record.
+//
+// The record is in the request's context from stage 2 on
+// (request.RecordFrom), for the verbs, admission and review handlers.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rec := &request.Record{Received: time.Now()}
+	info, isResource := readRequestInfo(r, &rec.Attributes)
+	r = r.WithContext(request.WithRecord(r.Context(), rec))
+	sw := &statusRecorder{ResponseWriter: w, rec: rec}
+	defer s.finish(sw, r, rec)
+
+	if !s.authenticate(sw, r, rec) {
+		return
+	}
+	release, ok := s.limit(sw, r, rec)
+	if !ok {
+		return
+	}
+	defer release()
+	if !s.authorize(sw, r, rec) {
+		return
+	}
+	if !isResource {
+		s.serveNonResource(sw, r)
+		return
+	}
+	s.serveResource(sw, r, rec, info)
+}
+
+// finish ends every request: a panic in a handler becomes a 500 Status
+// (unless the response had begun), and the finished record goes to the
+// end-of-request hook (metrics today, audit later).
+func (s *Server) finish(w *statusRecorder, r *http.Request, rec *request.Record) {
+	if p := recover(); p != nil {
+		if p == http.ErrAbortHandler {
+			panic(p)
+		}
+		s.logger.Error("panic serving request", "path", r.URL.Path, "panic", p)
+		if rec.Code == 0 {
+			s.writeError(w, r, fmt.Errorf("panic: %v", p))
+		}
+	}
+	s.cfg.Finish(rec)
+}
+
+func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.NonResource == nil {
+		http.NotFound(w, r)
+		return
+	}
+	s.cfg.NonResource.ServeHTTP(w, r)
+}
+
+// statusRecorder puts the response code into the record.
+type statusRecorder struct {
+	http.ResponseWriter
+	rec *request.Record
+}
+
+func (w *statusRecorder) WriteHeader(code int) {
+	if w.rec.Code == 0 {
+		w.rec.Code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusRecorder) Write(b []byte) (int, error) {
+	if w.rec.Code == 0 {
+		w.rec.Code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush lets watch streams push frames through the recorder.
+func (w *statusRecorder) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// serveResource is the pipeline's verb stage for resource requests: it
+// finds the served resource, checks that the path addresses it the way its
+// scope allows, and runs the verb. Verb semantics live in one file each
+// (get.go, list.go, watch.go, create.go, update.go,
+// patch.go, delete.go, review.go); errors become Status responses here.
+func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, rec *request.Record, info requestInfo) {
+	res, ok := s.cfg.Resources.Lookup(info.group, info.version, info.resource)
+	if !ok {
+		s.writeError(w, r, apierrors.NewNotFound(schema.GroupResource{Group: info.group, Resource: info.resource}, ""))
+		return
+	}
+	err := checkScope(res, info)
+	if err == nil {
+		err = s.serveVerb(w, r, rec, res, info)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+	}
+}
+
+func checkScope(res *registry.Resource, info requestInfo) error {
+	switch {
+	case info.subresource != "" && (info.subresource != "status" || !res.StatusSubresource):
+		return apierrors.NewNotFound(res.GroupResource(), info.name)
+	case !res.Namespaced && info.namespace != "":
+		return apierrors.NewNotFound(res.GroupResource(), info.name)
+	case res.Namespaced && info.namespace == "" && info.name != "":
+		return apierrors.NewNotFound(res.GroupResource(), info.name)
+	case info.subresource == "status" && info.verb != "get" && info.verb != "update" && info.verb != "patch":
+		return apierrors.NewMethodNotSupported(res.GroupResource(), info.verb)
+	}
+	return nil
+}
+
+func (s *Server) serveVerb(w http.ResponseWriter, r *http.Request, rec *request.Record, res *registry.Resource, info requestInfo) error {
+	if res.Review != nil {
+		// A review is answered, never stored: create is its only verb.
+		if info.verb != "create" || info.name != "" {
+			return apierrors.NewMethodNotSupported(res.GroupResource(), info.verb)
+		}
+		return s.review(w, r, rec, res)
+	}
+	switch info.verb {
+	case "get":
+		return s.get(w, r, res, info)
+	case "list":
+		return s.list(w, r, res, info)
+	case "watch":
+		return s.watch(w, r, res, info)
+	case "create":
+		if info.name != "" {
+			return apierrors.NewMethodNotSupported(res.GroupResource(), "create")
+		}
+		return s.create(w, r, res, info)
+	case "update":
+		return s.update(w, r, res, info)
+	case "patch":
+		return s.patch(w, r, res, info)
+	case "delete":
+		return s.delete(w, r, res, info)
+	case "deletecollection":
+		if info.namespace == "" && res.Namespaced {
+			return apierrors.NewMethodNotSupported(res.GroupResource(), "deletecollection")
+		}
+		return s.deleteCollection(w, r, res, info)
+	}
+	return apierrors.NewMethodNotSupported(res.GroupResource(), info.verb)
+}

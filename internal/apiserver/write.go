@@ -1,0 +1,317 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/leasehold/leasehold/internal/admission"
+	"github.com/leasehold/leasehold/internal/registry"
+	"github.com/leasehold/leasehold/internal/request"
+)
+
+// writeRequest is a create or update request, negotiated and decoded.
+type writeRequest struct {
+	n        negotiated
+	opts     writeOptions
+	obj      runtime.Object
+	warnings []string
+}
+
+// readWriteRequest negotiates the response, parses the write options and
+// decodes the body of a POST or PUT.
+func (s *Server) readWriteRequest(r *http.Request, res *registry.Resource) (writeRequest, error) {
+	var wr writeRequest
+	var ok bool
+	if wr.n, ok = s.negotiate(r.Header.Get("Accept"), false); !ok {
+		return wr, s.notAcceptable()
+	}
+	var err error
+	if wr.opts, err = parseWriteOptions(r); err != nil {
+		return wr, err
+	}
+	si, err := s.requestSerializer(r.Header.Get("Content-Type"))
+	if err != nil {
+		return wr, err
+	}
+	buf := s.bodies.get()
+	body, err := readBodyInto(r, *buf)
+	if err != nil {
+		return wr, err
+	}
+	wr.obj, wr.warnings, err = s.decodeObject(res, si, body, wr.opts.fieldValidation)
+	s.bodies.put(buf, body)
+	return wr, err
+}
+
+// writeOptions are the query parameters every write takes.
+type writeOptions struct {
+	dryRun          bool
+	fieldManager    string
+	fieldValidation fieldValidation
+	// managedFieldsDone is set by server-side apply, which computes
+	// managedFields itself.
+	managedFieldsDone bool
+}
+
+func parseWriteOptions(r *http.Request) (writeOptions, error) {
+	q := r.URL.Query()
+	o := writeOptions{fieldManager: q.Get("fieldManager")}
+	for _, d := range q["dryRun"] {
+		if d != "All" {
+			return o, apierrors.NewBadRequest(fmt.Sprintf("unsupported dryRun value %q: only All is supported", d))
+		}
+		o.dryRun = true
+	}
+	var err error
+	o.fieldValidation, err = parseFieldValidation(q)
+	if o.fieldManager == "" {
+		o.fieldManager = managerFromUserAgent(r.UserAgent())
+	}
+	if len(o.fieldManager) > 128 {
+		return o, apierrors.NewBadRequest("fieldManager: Too long: may not be more than 128 bytes")
+	}
+	return o, err
+}
+
+// managerFromUserAgent derives the default field manager from the
+// User-Agent, as kube-apiserver does ("kubectl/v1.33 (linux/amd64)" → "kubectl").
+func managerFromUserAgent(ua string) string {
+	if i := strings.IndexByte(ua, '/'); i >= 0 {
+		ua = ua[:i]
+	}
+	if len(ua) > 128 {
+		ua = ua[:128]
+	}
+	return ua
+}
+
+// checkNamespaceMatch defaults the object's namespace from the URL and
+// rejects a mismatch, with kube-apiserver's message.
+func checkNamespaceMatch(res *registry.Resource, acc metav1.Object, namespace string) error {
+	if !res.Namespaced {
+		acc.SetNamespace("")
+		return nil
+	}
+	switch ns := acc.GetNamespace(); {
+	case ns == "":
+		acc.SetNamespace(namespace)
+	case ns != namespace:
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	return nil
+}
+
+// admit runs Config.Admission on one write, after the object is validated
+// and before it is stored (creates, updates, patches once applied, deletes
+// and each item of a deletecollection). obj is nil on Delete, old on
+// Create. Its error goes to the client as it is.
+//
+// The attributes are the record's, which authorization judged, unless the
+// object is not the one the URL named (a create names it in the body, a
+// deletecollection item has its own name): then a copy names the object.
+func (s *Server) admit(ctx context.Context, op admission.Operation, namespace, name string, obj, old runtime.Object, dryRun bool) error {
+	if s.cfg.Admission == nil {
+		return nil
+	}
+	attrs := &request.Attributes{}
+	if rec := request.RecordFrom(ctx); rec != nil {
+		attrs = &rec.Attributes
+	}
+	if attrs.Name != name || (attrs.Namespace != namespace && namespace != "") {
+		named := *attrs
+		named.Name, named.Namespace = name, namespace
+		attrs = &named
+	}
+	return s.cfg.Admission.Admit(ctx, &admission.Attributes{Attributes: attrs, Operation: op, Object: obj, OldObject: old, DryRun: dryRun})
+}
+
+// kindFor returns the qualified kind used in Invalid errors.
+func kindFor(res *registry.Resource) schema.GroupKind {
+	return schema.GroupKind{Group: res.GroupVersion.Group, Kind: res.Kind}
+}
+
+// readBody reads a request body of at most MaxRequestBodyBytes.
+func readBody(r *http.Request) ([]byte, error) {
+	return readBodyInto(r, nil)
+}
+
+// readBodyInto is readBody reading into buf's memory when the body fits
+// (see byteBuffers).
+func readBodyInto(r *http.Request, buf []byte) ([]byte, error) {
+	if r.ContentLength > MaxRequestBodyBytes {
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", MaxRequestBodyBytes))
+	}
+	var (
+		body []byte
+		err  error
+	)
+	if r.ContentLength > 0 {
+		body, err = readAnnounced(r.Body, int(r.ContentLength), buf)
+	} else {
+		body, err = io.ReadAll(io.LimitReader(r.Body, MaxRequestBodyBytes+1))
+	}
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("reading request body: %v", err))
+	}
+	if len(body) > MaxRequestBodyBytes {
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", MaxRequestBodyBytes))
+	}
+	return body, nil
+}
+
+// readAnnounced reads a body that announced its size n into one buffer of
+// exactly n bytes (a renewal's body is a few hundred), then reads on to the
+// end so that a body longer than announced is still read whole (and
+// judged against the limit by the caller).
+func readAnnounced(body io.Reader, n int, buf []byte) ([]byte, error) {
+	if cap(buf) >= n {
+		buf = buf[:n]
+	} else {
+		buf = make([]byte, n)
+	}
+	if _, err := io.ReadFull(body, buf); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = fmt.Errorf("body shorter than its Content-Length of %d bytes: %w", n, err)
+		}
+		return nil, err
+	}
+	var probe [1]byte
+	m, err := io.ReadFull(body, probe[:])
+	switch {
+	case errors.Is(err, io.EOF):
+		return buf, nil
+	case err != nil:
+		return nil, err
+	}
+	rest, err := io.ReadAll(io.LimitReader(body, MaxRequestBodyBytes+1-int64(n)-int64(m)))
+	return append(append(buf, probe[:m]...), rest...), err
+}
+
+// fieldValidation is the fieldValidation query parameter.
+type fieldValidation string
+
+const (
+	validationIgnore fieldValidation = "Ignore"
+	validationWarn   fieldValidation = "Warn"
+	validationStrict fieldValidation = "Strict"
+)
+
+func parseFieldValidation(q url.Values) (fieldValidation, error) {
+	switch v := fieldValidation(q.Get("fieldValidation")); v {
+	case "":
+		return validationWarn, nil
+	case validationIgnore, validationWarn, validationStrict:
+		return v, nil
+	default:
+		return "", apierrors.NewBadRequest(fmt.Sprintf("fieldValidation parameter unsupported: %s, valid values are: %s, %s, %s", v, validationIgnore, validationWarn, validationStrict))
+	}
+}
+
+// requestSerializer finds the codec for a request Content-Type.
+func (s *Server) requestSerializer(contentType string) (runtime.SerializerInfo, error) {
+	if contentType == "" {
+		contentType = runtime.ContentTypeJSON
+	}
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return runtime.SerializerInfo{}, s.unsupportedMediaType()
+	}
+	info, ok := s.neg.SerializerFor(mt)
+	if !ok {
+		return runtime.SerializerInfo{}, s.unsupportedMediaType()
+	}
+	return info, nil
+}
+
+// decodeObject decodes a body into a new object of res, enforcing the kind
+// and apiVersion and applying fieldValidation. It returns warnings for Warn.
+func (s *Server) decodeObject(res *registry.Resource, info runtime.SerializerInfo, body []byte, fv fieldValidation) (runtime.Object, []string, error) {
+	if len(body) == 0 {
+		return nil, nil, apierrors.NewBadRequest("the body of the request was empty")
+	}
+	dec := info.Serializer
+	if fv != validationIgnore && info.StrictSerializer != nil {
+		dec = info.StrictSerializer
+	}
+	obj := res.New()
+	gvk := res.GroupVersionKind()
+	if info.MediaType == runtime.ContentTypeProtobuf {
+		if done, err := unmarshalEnveloped(body, gvk, obj); done {
+			if err != nil {
+				return nil, nil, apierrors.NewBadRequest(decodeErrorMessage(err))
+			}
+			obj.GetObjectKind().SetGroupVersionKind(gvk)
+			return obj, nil, nil
+		}
+	}
+	out, gotGVK, err := dec.Decode(body, &gvk, obj)
+	var warnings []string
+	if err != nil {
+		if !runtime.IsStrictDecodingError(err) {
+			return nil, nil, apierrors.NewBadRequest(decodeErrorMessage(err))
+		}
+		if sde, ok := runtime.AsStrictDecodingError(err); ok {
+			if fv == validationStrict {
+				return nil, nil, apierrors.NewBadRequest(sde.Error())
+			}
+			for _, e := range sde.Errors() {
+				warnings = append(warnings, e.Error())
+			}
+		}
+	}
+	if out != obj {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %T", res.Kind, out))
+	}
+	if gotGVK != nil && (*gotGVK != gvk) {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", gotGVK.GroupVersion(), gvk.GroupVersion()))
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	return obj, warnings, nil
+}
+
+func decodeErrorMessage(err error) string {
+	return fmt.Sprintf("the object provided is unrecognized or malformed: %v", err)
+}
+
+// maxPooledBytes bounds the scratch slices kept for reuse, as
+// maxPooledEncodeBuffer does for responses: one large request should not pin
+// its memory for every later small one.
+const maxPooledBytes = 16 << 10
+
+// byteBuffers recycles scratch byte slices whose contents are garbage as
+// soon as the request step that filled them is over: write request bodies
+// (a renewal's few hundred bytes are dead once decoded, since decoding
+// copies every string and byte slice out of them, as
+// TestDecodedObjectsShareNothingWithTheBody checks) and ownsAll's lookup
+// keys. The zero value is ready.
+type byteBuffers struct{ pool sync.Pool }
+
+// get returns a slice to fill (possibly too small: appending then
+// allocates).
+func (p *byteBuffers) get() *[]byte {
+	if b, ok := p.pool.Get().(*[]byte); ok {
+		return b
+	}
+	return new([]byte)
+}
+
+// put takes back b, now holding used, once nothing refers to used.
+func (p *byteBuffers) put(b *[]byte, used []byte) {
+	if cap(used) > maxPooledBytes {
+		return
+	}
+	*b = used[:0]
+	p.pool.Put(b)
+}
