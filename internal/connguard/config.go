@@ -27,8 +27,10 @@ const (
 )
 
 // resetBurstSeconds is how many seconds' worth of resets a connection may
-// send at once: a client closing a thousand watches together is not a flood.
-const resetBurstSeconds = 10
+// send at once: a client closing a few hundred watches together is not a
+// flood, while each burst a flooder gets costs the server that many
+// requests' work.
+const resetBurstSeconds = 2
 
 // Config is what the server's flags say about connections. Zero fields take
 // the defaults above; MaxConnections and ReservedFiles zero are derived

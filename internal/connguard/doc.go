@@ -19,7 +19,7 @@
 //     HTTP/2 connection that sends nothing for HTTP2ReadIdleTimeout is
 //     pinged and closed unless the ping is answered within HTTP2PingTimeout.
 //   - An HTTP/2 connection whose client resets streams (RST_STREAM) faster
-//     than HTTP2MaxResetsPerSecond (with a burst of ten seconds' worth) is
+//     than HTTP2MaxResetsPerSecond (with a burst of two seconds' worth) is
 //     answered with GOAWAY(ENHANCE_YOUR_CALM) and closed: the rapid-reset
 //     attack (CVE-2023-44487). Go's own server only bounds the handlers a
 //     connection may have running at once, so without this a client can

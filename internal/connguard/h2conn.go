@@ -13,9 +13,9 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// goAwayLinger is how long a connection the guard sent GOAWAY keeps being
-// read (and its input dropped) before it is closed, so that the client
-// reads the GOAWAY instead of a reset that would discard it.
+// goAwayLinger is how long a connection the guard sent GOAWAY stays open
+// (unread) before it is closed, so that the client reads the GOAWAY instead
+// of a reset that could discard it.
 const goAwayLinger = time.Second
 
 // errGuardClosed ends the HTTP/2 server's reading of a connection the guard
@@ -39,7 +39,10 @@ type h2Conn struct {
 	armed      bool // a header timer runs for it
 
 	maxStreamID atomic.Uint32 // the last stream the client opened
-	tripped     atomic.Bool   // GOAWAY is sent or on its way; reads drain
+	tripped     atomic.Bool   // GOAWAY is sent or on its way; reads linger
+	trippedAt   time.Time     // when GOAWAY was decided; guarded by tmu
+	closed      chan struct{} // closed by Close
+	closeOnce   sync.Once
 
 	tmu   sync.Mutex // guards timer and gen
 	timer *time.Timer
@@ -57,6 +60,7 @@ func (g *Guard) newH2Conn(c *tls.Conn) *h2Conn {
 		g:      g,
 		resets: rate.NewLimiter(rate.Limit(per), per*resetBurstSeconds),
 		in:     frameScanner{preface: len(http2.ClientPreface)},
+		closed: make(chan struct{}),
 	}
 	// The server reads the preface as soon as it has the connection: its
 	// deadline runs from now.
@@ -68,11 +72,11 @@ func (g *Guard) newH2Conn(c *tls.Conn) *h2Conn {
 // Read implements net.Conn for the HTTP/2 server's reader.
 func (c *h2Conn) Read(p []byte) (int, error) {
 	if c.tripped.Load() {
-		return 0, c.drain()
+		return 0, c.linger()
 	}
 	n, err := c.Conn.Read(p)
 	if c.tripped.Load() { // the header timer fired while we read
-		return 0, c.drain()
+		return 0, c.linger()
 	}
 	keep, reason := c.inspect(p[:n])
 	if reason != "" {
@@ -154,10 +158,17 @@ func (c *h2Conn) disarm() {
 }
 
 // trip answers the connection with GOAWAY(ENHANCE_YOUR_CALM) naming the
-// last stream the client opened, and makes reads drop the client's input
-// for goAwayLinger before they fail and the server closes the connection.
+// last stream the client opened; the server's next read then lingers and
+// fails, and the server closes the connection.
 func (c *h2Conn) trip(reason string) {
-	if !c.tripped.CompareAndSwap(false, true) {
+	c.tmu.Lock()
+	first := !c.tripped.Load()
+	if first {
+		c.trippedAt = time.Now()
+		c.tripped.Store(true)
+	}
+	c.tmu.Unlock()
+	if !first {
 		return
 	}
 	c.g.noteClosed(reason, c.RemoteAddr())
@@ -170,18 +181,27 @@ func (c *h2Conn) trip(reason string) {
 		c.goAway = buf.Bytes()
 	}
 	c.wmu.Unlock()
-	_ = c.Conn.SetReadDeadline(time.Now().Add(goAwayLinger))
+	// A read in progress (the header timer's case) returns now.
+	_ = c.Conn.SetReadDeadline(time.Now())
 }
 
-// drain reads and drops input until the linger deadline (or the client's
-// close) ends it.
-func (c *h2Conn) drain() error {
-	var buf [4096]byte
-	for {
-		if _, err := c.Conn.Read(buf[:]); err != nil {
-			return errGuardClosed
+// linger holds the server's reader until goAwayLinger has passed since the
+// GOAWAY (or the connection is closed) and then fails its read. It reads
+// nothing: a client still flooding stalls on TCP's window at no cost to
+// the server instead of having its frames decrypted and dropped.
+func (c *h2Conn) linger() error {
+	c.tmu.Lock()
+	left := goAwayLinger - time.Since(c.trippedAt)
+	c.tmu.Unlock()
+	if left > 0 {
+		t := time.NewTimer(left)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-c.closed:
 		}
 	}
+	return errGuardClosed
 }
 
 // Write implements net.Conn for the HTTP/2 server's writer; a pending
@@ -214,6 +234,7 @@ func (c *h2Conn) Write(p []byte) (int, error) {
 
 // Close implements net.Conn; it also stops the header timer.
 func (c *h2Conn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
 	c.tmu.Lock()
 	c.gen++
 	if c.timer != nil {

@@ -48,7 +48,7 @@ func TestRequestsPassTheGuard(t *testing.T) {
 // pairs: it gets GOAWAY(ENHANCE_YOUR_CALM) and is closed, while a client
 // that resets less than its burst is still served.
 func TestRapidResetGetsGoAway(t *testing.T) {
-	s := startGuarded(t, Config{HTTP2MaxResetsPerSecond: 5}, okHandler(t)) // burst 50
+	s := startGuarded(t, Config{HTTP2MaxResetsPerSecond: 25}, okHandler(t)) // burst 50
 
 	calm, fr := dialH2(t, s.addr)
 	id := uint32(1)
