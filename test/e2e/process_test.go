@@ -64,8 +64,17 @@ func startServer(t testing.TB, extraArgs ...string) *serverProc {
 // restarts).
 func startServerIn(t testing.TB, dataDir string, extraArgs ...string) *serverProc {
 	t.Helper()
+	return startServerVia(t, nil, dataDir, extraArgs...)
+}
+
+// startServerVia is startServerIn run through launcher, a command that
+// execs the rest of its arguments (such as prlimit), so that the process
+// it starts is still the server.
+func startServerVia(t testing.TB, launcher []string, dataDir string, extraArgs ...string) *serverProc {
+	t.Helper()
 	args := append([]string{"serve", "--data-dir", dataDir, "--secure-port", "0", "--bind-address", "127.0.0.1"}, extraArgs...)
-	cmd := exec.Command(leaseholdBinary, args...)
+	argv := append(append(append([]string(nil), launcher...), leaseholdBinary), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatalf("server stderr pipe: %v", err)
