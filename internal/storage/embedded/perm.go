@@ -60,22 +60,22 @@ type privateFS struct{ vfs.FS }
 
 func (p privateFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
 	f, err := p.FS.Create(name, category)
+	return privateFile(name, f, err)
+}
+
+func (p privateFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := p.FS.ReuseForWrite(oldname, newname, category)
+	return privateFile(newname, f, err)
+}
+
+// privateFile sets f, just created (or reused) as name, to fileMode; err
+// is the creation's error, returned as is.
+func privateFile(name string, f vfs.File, err error) (vfs.File, error) {
 	if err != nil {
 		return nil, err
 	}
 	if err := os.Chmod(name, fileMode); err != nil && !os.IsNotExist(err) {
 		return nil, fmt.Errorf("chmod %s: %w", name, closeAfter(f, err))
-	}
-	return f, nil
-}
-
-func (p privateFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
-	f, err := p.FS.ReuseForWrite(oldname, newname, category)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.Chmod(newname, fileMode); err != nil && !os.IsNotExist(err) {
-		return nil, fmt.Errorf("chmod %s: %w", newname, closeAfter(f, err))
 	}
 	return f, nil
 }

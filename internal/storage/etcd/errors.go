@@ -20,6 +20,10 @@ func wrap(op string, err error) error {
 		return fmt.Errorf("%s: %w: %w", op, storage.ErrCompacted, err)
 	case errors.Is(err, rpctypes.ErrFutureRev):
 		return fmt.Errorf("%s: %w: %w", op, storage.ErrFutureRevision, err)
+	case errors.Is(err, rpctypes.ErrNoSpace):
+		// etcd's NOSPACE alarm: writes refused until its quota is raised
+		// or it is compacted and defragmented; reads go on.
+		return fmt.Errorf("%s: %w: %w", op, storage.ErrInsufficientStorage, err)
 	default:
 		return fmt.Errorf("%s: %w", op, err)
 	}
