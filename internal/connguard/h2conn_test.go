@@ -184,3 +184,33 @@ func TestGoAwayWaitsForTheFrameInFlight(t *testing.T) {
 		t.Fatalf("second frame %v, want GOAWAY(9, ENHANCE_YOUR_CALM)", ga)
 	}
 }
+
+// TestUnansweredPingCloses: a connection with a request in flight (so the
+// idle timeout does not apply) whose client stops answering is pinged after
+// HTTP2ReadIdleTimeout and closed after HTTP2PingTimeout.
+func TestUnansweredPingCloses(t *testing.T) {
+	const readIdle, pingTimeout = 300 * time.Millisecond, 300 * time.Millisecond
+	s := startGuarded(t, Config{HTTP2ReadIdleTimeout: readIdle, HTTP2PingTimeout: pingTimeout},
+		http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	c, fr := dialH2(t, s.addr)
+	// A request whose body never comes keeps its handler waiting.
+	if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: getHeaders("/wait"), EndHeaders: true}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_ = c.SetReadDeadline(start.Add(10 * time.Second))
+	pinged := false
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			break
+		}
+		if _, ok := f.(*http2.PingFrame); ok {
+			pinged = true
+		}
+	}
+	took := time.Since(start)
+	if !pinged || took < readIdle+pingTimeout || took > readIdle+pingTimeout+3*time.Second {
+		t.Errorf("connection closed after %v (pinged: %v), want a ping and about %v", took, pinged, readIdle+pingTimeout)
+	}
+}
