@@ -43,7 +43,6 @@ func (f *benchFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.contentType, "content-type", bench.ContentTypeProtobuf, "request and response encoding: json or protobuf")
 	fl.StringVar(&f.client, "client", bench.ClientTyped, "how renewals are sent: typed (client-go's typed clientset, as kubelets do) or lean (hand-built requests over client-go's transport: less load-generator CPU per renewal, so on a shared machine more of it is left to the server)")
 	fl.DurationVar(&f.requestTimeout, "request-timeout", bench.DefaultRequestTimeout, "timeout of each request")
-	fl.StringVar(&f.nodeTokens, "node-tokens", "", "renew every lease as the node it is named after (user system:node:NAME in group system:nodes), each request with that node's bearer token from this kube-format token file (token,user,uid,groups); missing tokens are added (random, file mode 0600). Start the server with --token-auth-file on the same file. The leases go to "+corev1.NamespaceNodeLease+" unless --namespace is given; the kubeconfig's credentials serve only for the namespace and the lease list")
 }
 
 // registerCommon registers the flags of every mode, fleet included.
@@ -55,6 +54,7 @@ func (f *benchFlags) registerCommon(cmd *cobra.Command) {
 	fl.IntVar(&f.serverPID, "server-pid", 0, "PID of a local server process whose CPU time and peak RSS to report")
 	fl.StringVar(&f.output, "output", "text", "final result format: text or json")
 	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "write a pprof CPU profile of this load generator (not the server) to this file")
+	fl.StringVar(&f.nodeTokens, "node-tokens", "", "run as real nodes: every lease's requests (and its Node's) are sent by the node it is named after, user system:node:NAME in group system:nodes, with that node's bearer token from this kube-format token file (token,user,uid,groups), to which missing tokens are added (random, file mode 0600); start the server with --token-auth-file on the same file. Leases are in "+corev1.NamespaceNodeLease+" unless --namespace is given; the kubeconfig's credentials serve only for the namespace and the lease list")
 }
 
 // profiled runs fn, under the CPU profiler when --cpu-profile is set: the
@@ -122,12 +122,22 @@ func (f *benchFlags) config(cmd *cobra.Command, name func(int) string, count int
 	return cfg, clients, nil
 }
 
-// newClients builds the clients: node clients with --node-tokens, after making
-// sure the token file has a token for each of the count nodes name names.
+// newClients builds the clients: node clients with --node-tokens (see
+// tokens).
 func (f *benchFlags) newClients(cmd *cobra.Command, restCfg *rest.Config, name func(int) string, count int) (*bench.Clients, error) {
 	if f.nodeTokens == "" {
 		return bench.NewClientsOfKind(restCfg, f.client, f.contentType, f.connections)
 	}
+	tokens, err := f.tokens(cmd, name, count)
+	if err != nil {
+		return nil, err
+	}
+	return bench.NewNodeClients(restCfg, f.client, f.contentType, f.connections, tokens)
+}
+
+// tokens makes sure the --node-tokens file has a token for each of the
+// count nodes name names.
+func (f *benchFlags) tokens(cmd *cobra.Command, name func(int) string, count int) (*bench.NodeTokens, error) {
 	names := make([]string, count)
 	for i := range names {
 		names[i] = name(i)
@@ -137,7 +147,7 @@ func (f *benchFlags) newClients(cmd *cobra.Command, restCfg *rest.Config, name f
 		return nil, err
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "node tokens: %d nodes, %d new tokens written to %s\n", count, tokens.Added(), tokens.Path())
-	return bench.NewNodeClients(restCfg, f.client, f.contentType, f.connections, tokens)
+	return tokens, nil
 }
 
 // print writes the final result to standard output.
@@ -168,9 +178,10 @@ Unless GOGC is set, the Go garbage collector runs at GOGC=400: the
 generator's collector would otherwise take CPU from a server that shares
 the machine.
 
-Renewing as real nodes (max and rate): with --node-tokens FILE, lease N is
-renewed by node N, user system:node:N in group system:nodes, every request
-carrying N's own bearer token from FILE, a kube-apiserver token file
+Renewing as real nodes: with --node-tokens FILE, lease N is renewed by
+node N (in fleet mode, agent N sends all its requests as node N), user
+system:node:N in group system:nodes, every request carrying N's own bearer
+token from FILE, a kube-apiserver token file
 (token,user,uid,"group1,group2") to which bench adds a random token for each
 node that has none (mode 0600). Start the server with
 --token-auth-file FILE: leasehold serve re-reads the file when bench adds
@@ -318,6 +329,11 @@ but not measured. Nodes are named bench-fleet-NNNNNN and labelled
 				ServerPID:                 flags.serverPID,
 				Progress:                  cmd.ErrOrStderr(),
 				Logger:                    slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)),
+			}
+			if flags.nodeTokens != "" {
+				if cfg.NodeTokens, err = flags.tokens(cmd, bench.FleetNodeName, nodes); err != nil {
+					return err
+				}
 			}
 			return flags.profiled(func() error {
 				res, err := bench.RunFleet(cmd.Context(), cfg, restCfg)

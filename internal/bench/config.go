@@ -38,6 +38,11 @@ type Config struct {
 	// NodeStatusUpdateFrequency (fleet mode) is how often each agent reads
 	// its Node to decide on a status report: the kubelet's 10 s by default.
 	NodeStatusUpdateFrequency time.Duration
+	// NodeTokens (fleet mode), when set, makes each agent send all its
+	// requests as its node, with the node's token, over connections that
+	// present none of the REST config's credentials. (Max and rate take
+	// node tokens through NewNodeClients.)
+	NodeTokens *NodeTokens
 	// LeaseDurationSeconds is written into every lease (the kubelet's 40 s by
 	// default); it does not change the load, only what the objects say.
 	LeaseDurationSeconds int32

@@ -90,9 +90,9 @@ func startServeProcess(t *testing.T, bin string, args ...string) string {
 	return ""
 }
 
-// TestE2ERenewAsNodes runs max and rate (registering Nodes) as real nodes
-// against a real `leasehold serve --token-auth-file`: every request about a
-// node's lease or Node is made with that node's token, so the Node
+// TestE2ERenewAsNodes runs max, rate (registering Nodes) and a small fleet
+// as real nodes against a real `leasehold serve --token-auth-file`: every
+// request about a node's lease or Node is made with that node's token, so the Node
 // authorizer and NodeRestriction judge it, and none may fail. A node's
 // token on another node's lease is refused, which shows that the server
 // really judged them as nodes. It skips, naming the flag, while `serve`
@@ -111,11 +111,12 @@ func TestE2ERenewAsNodes(t *testing.T) {
 			t.Skipf("leasehold serve has no %s flag yet (issue 21's authentication and Node authorizer): bench cannot renew as real nodes against it", flag)
 		}
 	}
-	const leases, nodes = 6, 4
+	const leases, nodes, agents = 6, 4, 3
 	tokenFile := filepath.Join(t.TempDir(), "tokens.csv")
 	// The file exists before the server starts, as kube-apiserver needs;
 	// each run below finds its tokens there.
-	if _, err := EnsureNodeTokens(tokenFile, append(names(leases, MaxLeaseName), names(nodes, RateNodeName)...)); err != nil {
+	all := append(names(leases, MaxLeaseName), names(nodes, RateNodeName)...)
+	if _, err := EnsureNodeTokens(tokenFile, append(all, names(agents, FleetNodeName)...)); err != nil {
 		t.Fatal(err)
 	}
 	kubeconfig := startServeProcess(t, bin, "--token-auth-file", tokenFile)
@@ -171,6 +172,26 @@ func TestE2ERenewAsNodes(t *testing.T) {
 			if node.Labels[FleetLabel] != "true" || !nodeReady(node) {
 				t.Errorf("node %s not labelled and Ready: %v %+v", name, node.Labels, node.Status.Conditions)
 			}
+		}
+	})
+
+	t.Run("fleet", func(t *testing.T) {
+		tokens, err := EnsureNodeTokens(tokenFile, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := Config{Nodes: agents, Clients: 1, LeaseDurationSeconds: 8, NodeStatusUpdateFrequency: 4 * time.Second,
+			Ramp: 300 * time.Millisecond, Duration: 3 * time.Second, NodeTokens: tokens}
+		w, err := NewFleetWorkload(cfg, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Run(ctx, w.cfg, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.ErrorsTotal != 0 || len(w.AgentLog()) != 0 {
+			t.Fatalf("agents running as their nodes failed: %s; agent log %v", res, w.AgentLog())
 		}
 	})
 

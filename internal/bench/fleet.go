@@ -58,6 +58,8 @@ type FleetWorkload struct {
 	nodes   []fleetNode
 	clients []agent.Clients
 	agents  []*agent.Agent
+	// auths are the nodes' credentials with Config.NodeTokens, else nil.
+	auths []authorization
 	// rec receives the observations: a setup recorder while the fleet
 	// ramps up, the run's recorder during the measured period, then nil.
 	rec      atomic.Pointer[Recorder]
@@ -132,6 +134,15 @@ func (w *FleetWorkload) Setup(ctx context.Context) error {
 		return fmt.Errorf("fleet set up twice")
 	}
 	rc := rest.CopyConfig(w.base)
+	if w.cfg.NodeTokens != nil {
+		// A client certificate would identify the caller before the token.
+		rc = rest.AnonymousClientConfig(w.base)
+		rc.WrapTransport = withNodeAuthorization
+		var err error
+		if w.auths, err = w.nodeAuthorizations(); err != nil {
+			return err
+		}
+	}
 	agent.UseProtobuf(rc)
 	rc.QPS, rc.Burst, rc.RateLimiter = -1, 0, nil
 	rc.UserAgent = "leasehold-bench-fleet"
@@ -157,10 +168,40 @@ func (w *FleetWorkload) Setup(ctx context.Context) error {
 		w.agents[i] = a
 	}
 
+	if w.auths != nil {
+		probe, err := w.cfg.NodeTokens.probeSlot(FleetNodeName(len(w.auths) - 1))
+		if err != nil {
+			return err
+		}
+		if err := awaitNodeToken(ctx, w.cfg, w.clients[0].Client, w.cfg.NodeTokens, probe, nodeTokenWait); err != nil {
+			return err
+		}
+	}
 	agentCtx, cancel := context.WithCancel(ctx)
 	w.cancel = cancel
 	w.wg.Go(func() { w.ramp(agentCtx) })
 	return w.awaitRenewing(ctx, setupRec)
+}
+
+// nodeAuthorizations are the nodes' credentials from Config.NodeTokens.
+func (w *FleetWorkload) nodeAuthorizations() ([]authorization, error) {
+	auths := make([]authorization, w.cfg.Nodes)
+	for i := range auths {
+		var err error
+		if auths[i], err = w.cfg.NodeTokens.authorization(FleetNodeName(i)); err != nil {
+			return nil, err
+		}
+	}
+	return auths, nil
+}
+
+// agentContext is the context agent i runs in: with its node's credentials
+// when the fleet runs as nodes.
+func (w *FleetWorkload) agentContext(ctx context.Context, i int) context.Context {
+	if w.auths == nil {
+		return ctx
+	}
+	return withAuthorization(ctx, w.auths[i])
 }
 
 // observer is node n's OnRenew hook.
@@ -203,7 +244,9 @@ func (w *FleetWorkload) ramp(ctx context.Context) {
 			return
 		}
 		w.wg.Go(func() {
-			if err := a.Run(ctx); err != nil {
+			// Every request an agent makes derives its context from Run's,
+			// so all of them carry the node's token.
+			if err := a.Run(w.agentContext(ctx, i)); err != nil {
 				w.cfg.Logger.Error("fleet agent", "node", FleetNodeName(i), "err", err)
 			}
 		})

@@ -142,6 +142,21 @@ func (t *NodeTokens) Path() string { return t.path }
 // on the file knows them only once it has read it again.
 func (t *NodeTokens) Added() int { return t.added }
 
+// probeSlot is a slot for awaitNodeToken to ask about: the node whose token
+// was written last (a server that knows it has read the file that holds all
+// of them), or if none was written, last (one of the run's nodes).
+func (t *NodeTokens) probeSlot(last string) (*leaseSlot, error) {
+	name := last
+	if t.lastAdded != "" {
+		name = t.lastAdded
+	}
+	auth, err := t.authorization(name)
+	if err != nil {
+		return nil, err
+	}
+	return &leaseSlot{name: name, auth: auth}, nil
+}
+
 // authorization is node's Authorization header, or an error naming the node
 // if the file holds no token for it.
 func (t *NodeTokens) authorization(node string) (authorization, error) {

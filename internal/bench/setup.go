@@ -195,19 +195,17 @@ func authorizeSlots(ctx context.Context, cfg Config, client kubernetes.Interface
 	if cfg.Namespace != corev1.NamespaceNodeLease {
 		return fmt.Errorf("leases renewed as nodes must be in %q, not %q", corev1.NamespaceNodeLease, cfg.Namespace)
 	}
-	probe := slots[len(slots)-1]
 	for _, s := range slots {
 		auth, err := tokens.authorization(s.name)
 		if err != nil {
 			return err
 		}
 		s.auth = auth
-		if s.name == tokens.lastAdded {
-			probe = s
-		}
 	}
-	// A server that knows the token written last has read the file that
-	// holds them all.
+	probe, err := tokens.probeSlot(slots[len(slots)-1].name)
+	if err != nil {
+		return err
+	}
 	return awaitNodeToken(ctx, cfg, client, tokens, probe, nodeTokenWait)
 }
 
