@@ -18,7 +18,7 @@ type Config struct {
 	// CertCacheSize bounds the cached certificate verifications
 	// (DefaultCertCacheSize if 0).
 	CertCacheSize int
-	// TokenFile is --token-auth-file; empty disables bearer tokens.
+	// TokenFile is --token-auth-file; without it no bearer token is valid.
 	TokenFile string
 	// TokenFilePollInterval is how often the token file is checked for
 	// changes (DefaultTokenFilePollInterval if 0).
@@ -58,14 +58,18 @@ func New(cfg Config) (*Chain, error) {
 	if cfg.ClientCAs != nil {
 		union = append(union, NewCertAuthenticator(cfg.ClientCAs, cfg.CertCacheSize))
 	}
+	// Bearer tokens are read even without a token file: a presented token
+	// that nobody knows is a 401, never an anonymous request, as on a
+	// kube-apiserver (whose service account tokens are always on).
+	var tokens TokenAuthenticator = noTokens{}
 	if cfg.TokenFile != "" {
 		tf, err := NewTokenFile(cfg.TokenFile, log.With("component", "token-file"), cfg.TokenFilePollInterval)
 		if err != nil {
 			return nil, err
 		}
-		c.tokens = tf
-		union = append(union, BearerAuthenticator{Tokens: tf})
+		c.tokens, tokens = tf, tf
 	}
+	union = append(union, BearerAuthenticator{Tokens: tokens})
 	c.auth = AuthenticatedGroupAdder{Authenticator: union}
 	if cfg.Anonymous {
 		c.auth = FailOnError{c.auth, Anonymous{}}
@@ -88,4 +92,11 @@ func (c *Chain) Run(ctx context.Context) error {
 		return nil
 	}
 	return c.tokens.Run(ctx)
+}
+
+// noTokens knows no token.
+type noTokens struct{}
+
+func (noTokens) AuthenticateToken(string) (request.User, bool, error) {
+	return request.User{}, false, nil
 }

@@ -171,16 +171,20 @@ func TestChainWithoutAuthenticators(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := bearerRequest("Bearer anything")
-	if _, ok, err := c.AuthenticateRequest(r); ok || err != nil {
-		t.Fatalf("empty chain: ok=%v err=%v, want no credential", ok, err)
+	if _, ok, err := c.AuthenticateRequest(bearerRequest("")); ok || err != nil {
+		t.Fatalf("empty chain, no credential: ok=%v err=%v, want no credential", ok, err)
 	}
 	c, err = New(Config{Anonymous: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u, ok, _ := c.AuthenticateRequest(r); !ok || u.Name != request.AnonymousUser {
+	if u, ok, _ := c.AuthenticateRequest(bearerRequest("")); !ok || u.Name != request.AnonymousUser {
 		t.Fatalf("anonymous-only chain: %+v ok=%v", u, ok)
+	}
+	// Without a token file a bearer token is still a credential, and an
+	// unknown one: 401, not anonymous.
+	if u, ok, err := c.AuthenticateRequest(bearerRequest("Bearer anything")); ok || !errors.Is(err, ErrInvalidBearerToken) {
+		t.Fatalf("bearer token without a token file: %+v ok=%v err=%v, want invalid bearer token", u, ok, err)
 	}
 }
 

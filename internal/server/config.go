@@ -22,6 +22,13 @@ type Config struct {
 	TLSCertFile   string
 	TLSPrivateKey string
 	ClientCAFile  string
+	// TokenAuthFile is --token-auth-file: static bearer tokens in
+	// kube-apiserver's CSV format, re-read whenever the file changes.
+	TokenAuthFile string
+	// DisableAnonymousAuth is --anonymous-auth=false: a request without
+	// any credential gets 401 instead of being system:anonymous. The zero
+	// value keeps kube-apiserver's default, anonymous requests on.
+	DisableAnonymousAuth bool
 	// EtcdServers, when set, puts the data on that etcd cluster instead of
 	// the embedded store; DataDir then holds only the certificates and the
 	// kubeconfig. EtcdPrefix and the Etcd*File fields are kube-apiserver's

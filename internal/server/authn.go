@@ -1,0 +1,28 @@
+package server
+
+import (
+	"crypto/x509"
+
+	"github.com/leasehold/leasehold/internal/authn"
+)
+
+// newAuthenticator builds the request authenticator from serve's flags, as
+// kube-apiserver composes it: client certificates verified against
+// clientCAs (the CA in DataDir plus --client-ca-file, i.e. the TLS config's
+// ClientCAs), static bearer tokens from --token-auth-file, and anonymous
+// requests unless --anonymous-auth=false. A token file that cannot be loaded
+// stops the server with kube-apiserver's message.
+//
+// The chain's Run must run for the server's lifetime (with the other
+// background work): it re-reads the token file when it changes.
+func newAuthenticator(cfg Config, clientCAs *x509.CertPool) (*authn.Chain, error) {
+	ac := authn.Config{
+		ClientCAs: clientCAs,
+		TokenFile: cfg.TokenAuthFile,
+		Anonymous: !cfg.DisableAnonymousAuth,
+	}
+	if cfg.Logger != nil {
+		ac.Logger = cfg.Logger.With("component", "authn")
+	}
+	return authn.New(ac)
+}
