@@ -1,7 +1,18 @@
-// Package namespaces keeps the system namespaces (default, kube-system,
-// kube-public, kube-node-lease) in existence, as kube-apiserver's
-// system-namespaces controller does: once at start, then every minute, so a
-// deleted one comes back.
+// Package namespaces holds the namespace controllers. Ensure and Run keep
+// the system namespaces (default, kube-system, kube-public,
+// kube-node-lease) in existence, as kube-apiserver's system-namespaces
+// controller does: once at start, then every minute, so a deleted one comes
+// back. Controller (controller.go) is kube-controller-manager's namespace
+// controller: it empties every terminating namespace of its content and
+// then removes its "kubernetes" finalizer, which lets it go.
+//
+// Invariants: Controller works only through its client (the loopback
+// client, under its own identity), so its deletions take the request path
+// any client's do (authorization, admission, finalizers, the garbage
+// collector); a namespace is finalized only after a consistent list showed
+// every namespaced resource empty in it; the status conditions it writes
+// are upstream's five deletion conditions with upstream's reasons and
+// messages; every goroutine it starts ends before Run returns.
 package namespaces
 
 import (
