@@ -28,10 +28,16 @@ import (
 // The record is in the request's context from stage 2 on
 // (request.RecordFrom), for the verbs, admission and review handlers.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rec := &request.Record{Received: time.Now()}
+	// The record and the writer that fills in its code share one
+	// allocation: both live exactly as long as the request.
+	st := &struct {
+		rec request.Record
+		sw  statusRecorder
+	}{rec: request.Record{Received: time.Now()}}
+	rec, sw := &st.rec, &st.sw
+	sw.ResponseWriter, sw.rec = w, rec
 	info, isResource := readRequestInfo(r, &rec.Attributes)
 	r = r.WithContext(request.WithRecord(r.Context(), rec))
-	sw := &statusRecorder{ResponseWriter: w, rec: rec}
 	defer s.finish(sw, r, rec)
 
 	if !s.authenticate(sw, r, rec) {

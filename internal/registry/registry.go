@@ -192,10 +192,10 @@ func (r *Resource) NamespaceAndNameFromKey(key string) (namespace, name string, 
 	return ns, name, nil
 }
 
-// Set is the collection of served resources: the one list every part of
-// the server is built from (the scheme's kinds, the request path, storage
-// decoding, discovery and OpenAPI). A resource type is registered by adding
-// it to the Set `serve` builds (server.Resources).
+// Set is the collection of served resources: the list the request path,
+// storage decoding, the watch cache, discovery and OpenAPI are all built
+// from. A resource type is served by adding it to the Set `serve` builds
+// (server.Resources); NewScheme must also know its group version's types.
 type Set struct {
 	list []*Resource
 	// byGVR indexes list for Lookup, which every request calls.
