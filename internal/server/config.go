@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/apiserver"
+	"github.com/leasehold/leasehold/internal/authz/chain"
 	"github.com/leasehold/leasehold/internal/connguard"
 	"github.com/leasehold/leasehold/internal/controller/nodelifecycle"
 )
@@ -29,6 +30,9 @@ type Config struct {
 	// any credential gets 401 instead of being system:anonymous. The zero
 	// value keeps kube-apiserver's default, anonymous requests on.
 	DisableAnonymousAuth bool
+	// AuthorizationModes is --authorization-mode (default Node,RBAC; see
+	// internal/authz/chain).
+	AuthorizationModes []string
 	// EtcdServers, when set, puts the data on that etcd cluster instead of
 	// the embedded store; DataDir then holds only the certificates and the
 	// kubeconfig. EtcdPrefix and the Etcd*File fields are kube-apiserver's
@@ -92,5 +96,8 @@ func (c *Config) defaults() {
 	}
 	if c.HistoryRetention == 0 {
 		c.HistoryRetention = 5 * time.Minute
+	}
+	if len(c.AuthorizationModes) == 0 {
+		c.AuthorizationModes = chain.DefaultModes()
 	}
 }

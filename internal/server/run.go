@@ -18,10 +18,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/leasehold/leasehold/internal/apiserver"
-	"github.com/leasehold/leasehold/internal/authn"
 	"github.com/leasehold/leasehold/internal/connguard"
 	"github.com/leasehold/leasehold/internal/controller"
 	"github.com/leasehold/leasehold/internal/controller/namespaces"
+	"github.com/leasehold/leasehold/internal/controller/rbacbootstrap"
 	"github.com/leasehold/leasehold/internal/discovery"
 	"github.com/leasehold/leasehold/internal/intern"
 	"github.com/leasehold/leasehold/internal/openapi"
@@ -62,27 +62,36 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	resources := Resources(time.Now)
-	oa, err := openapi.New(resources, discovery.DefaultVersionInfo().GitVersion)
-	if err != nil {
-		return fmt.Errorf("building OpenAPI: %w", err)
-	}
+	// The watch cache holds the stored resources; the access reviews,
+	// which answer with the authorizer and store nothing, join them in the
+	// set the API serves once the authorizer (which reads RBAC objects from
+	// the cache) exists.
+	stored := Resources(time.Now)
 	apiMetrics := apiserver.NewMetrics(reg)
 	// One intern table for the cache's decoder and the API server, which
 	// hands the objects it writes to the cache interned (Config.Intern).
 	table := intern.New()
 	cache := watchcache.New(store, watchcache.Options{
 		Prefix:           "/registry/",
-		Decode:           apiserver.StorageDecoder(scheme, resources, table),
-		Adopt:            apiserver.StorageAdopter(resources),
+		Decode:           apiserver.StorageDecoder(scheme, stored, table),
+		Adopt:            apiserver.StorageAdopter(stored),
 		Encode:           apiserver.StorageEncoder(scheme),
 		ColdAfter:        cfg.WatchCacheColdAfter,
-		SameSelection:    apiserver.SameSelection(resources),
+		SameSelection:    apiserver.SameSelection(stored),
 		Window:           cfg.WatchCacheWindow,
 		BookmarkInterval: cfg.BookmarkInterval,
 		WatcherBuffer:    1000,
 		Logger:           log,
 	})
+	authorizer, err := newAuthorization(cfg, cache, store, stored, log)
+	if err != nil {
+		return fmt.Errorf("authorization: %w", err)
+	}
+	resources := servedResources(stored, authorizer.Chain)
+	oa, err := openapi.New(resources, discovery.DefaultVersionInfo().GitVersion)
+	if err != nil {
+		return fmt.Errorf("building OpenAPI: %w", err)
+	}
 
 	mux := http.NewServeMux()
 	discovery.New(resources, discovery.DefaultVersionInfo()).Register(mux)
@@ -99,7 +108,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	mux.HandleFunc("/readyz", ready.serve)
 
-	authenticator, err := authn.New(authn.Config{ClientCAs: tlsConfig.ClientCAs, Anonymous: true, Logger: log.With("component", "authn")})
+	authenticator, err := newAuthenticator(cfg, tlsConfig.ClientCAs)
 	if err != nil {
 		return fmt.Errorf("authentication: %w", err)
 	}
@@ -112,7 +121,8 @@ func Run(ctx context.Context, cfg Config) error {
 		Intern:        table,
 		TypeConverter: oa.TypeConverter(),
 		Authenticator: authenticator,
-		Authorizer:    authenticatedOrPublic{},
+		Authorizer:    authorizer.Authorizer,
+		Admission:     authorizer.admission,
 		Limits:        cfg.Limits,
 		NonResource:   mux,
 		Metrics:       apiMetrics,
@@ -142,14 +152,34 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := cache.WaitReady(ctx); err != nil {
 		return fmt.Errorf("waiting for the watch cache: %w", err)
 	}
-	// The controllers act as the server itself until each has its own
-	// identity (api.LoopbackConfig(user)).
+	bg.Add(2)
+	go func() {
+		defer bg.Done()
+		if err := authenticator.Run(bgCtx); err != nil && bgCtx.Err() == nil {
+			log.Error("token file watch stopped", "err", err)
+		}
+	}()
+	go func() {
+		defer bg.Done()
+		if err := authorizer.runPolicy(bgCtx); err != nil && bgCtx.Err() == nil {
+			log.Error("RBAC policy watch stopped", "err", err)
+		}
+	}()
+	if err := authorizer.policy.WaitSynced(ctx); err != nil {
+		return fmt.Errorf("waiting for the RBAC policy: %w", err)
+	}
+	// The server itself (system:apiserver in system:masters) creates the
+	// system namespaces and the bootstrap RBAC policy before it serves;
+	// every controller then acts under its own service account.
 	loopback, err := kubernetes.NewForConfig(api.ServerLoopbackConfig())
 	if err != nil {
 		return fmt.Errorf("loopback client: %w", err)
 	}
 	if err := namespaces.Ensure(ctx, loopback, nsregistry.System); err != nil {
 		return err
+	}
+	if err := rbacbootstrap.Ensure(ctx, loopback); err != nil {
+		return fmt.Errorf("bootstrap RBAC policy: %w", err)
 	}
 	bg.Add(1)
 	go func() {
@@ -159,8 +189,12 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.NodeLifecycle.OnMonitorPass == nil {
 		cfg.NodeLifecycle.OnMonitorPass = newMonitorPassMetric(reg)
 	}
-	cc := controller.Context{Cache: cache, Client: loopback, Resources: resources, Logger: log, Now: time.Now}
-	for _, c := range controllers(cc, cfg) {
+	cc := controller.Context{Cache: cache, Client: loopback, Resources: stored, Logger: log, Now: time.Now}
+	runners, err := controllers(cc, newControllerClients(api), cfg)
+	if err != nil {
+		return err
+	}
+	for _, c := range runners {
 		bg.Add(1)
 		go func() {
 			defer bg.Done()

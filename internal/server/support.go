@@ -8,7 +8,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/leasehold/leasehold/internal/authz/chain"
 	"github.com/leasehold/leasehold/internal/registry"
+	"github.com/leasehold/leasehold/internal/registry/authorization"
 	"github.com/leasehold/leasehold/internal/registry/event"
 	"github.com/leasehold/leasehold/internal/registry/lease"
 	"github.com/leasehold/leasehold/internal/registry/leasecandidate"
@@ -33,11 +35,19 @@ func Resources(now func() time.Time) *registry.Set {
 	return registry.NewSet(append(core, securityResources(now)...)...)
 }
 
-// securityResources are the RBAC API (issue 21). The access reviews
-// (authorization.Resources) join them once the server's authorizer is
-// built, since they answer with it.
+// securityResources are the RBAC API. The access reviews join them in
+// servedResources once the server's authorizer is built, since they answer
+// with it.
 func securityResources(now func() time.Time) []*registry.Resource {
 	return rbac.Resources(now)
+}
+
+// servedResources is every resource the API serves: the stored ones and
+// the access reviews (SelfSubjectAccessReview, SelfSubjectRulesReview,
+// SubjectAccessReview, LocalSubjectAccessReview, SelfSubjectReview), which
+// answer with the server's authorization chain.
+func servedResources(stored *registry.Set, c chain.Chain) *registry.Set {
+	return registry.NewSet(append(stored.All(), authorization.Resources(c.Authorizer, c.Rules)...)...)
 }
 
 // readiness backs /readyz: ready between start of serving and shutdown,

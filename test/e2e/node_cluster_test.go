@@ -110,13 +110,15 @@ func nodeNames(prefix string, n int) []string {
 	return names
 }
 
-// startAgents starts one agent per name against the cluster (admin
-// kubeconfig) with args.
+// startAgents starts one agent per name against the cluster with args,
+// each with its own node credential (`leasehold credentials node NAME`:
+// user system:node:NAME in system:nodes), so the scenarios run through the
+// Node authorizer and NodeRestriction exactly as real kubelets do.
 func (c *nodeCluster) startAgents(names []string, args ...string) []*agentProc {
 	c.t.Helper()
 	agents := make([]*agentProc, len(names))
 	for i, n := range names {
-		agents[i] = startAgent(c.t, n, c.srv.Kubeconfig, args...)
+		agents[i] = startAgent(c.t, n, nodeCredentials(c.t, c.srv, n), args...)
 	}
 	return agents
 }
