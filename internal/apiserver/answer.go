@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -113,11 +114,21 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if st.Code >= 500 {
 		s.logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
+	writeRetryAfter(w, st)
 	n, ok := s.negotiate(r.Header.Get("Accept"), false)
 	if !ok || n.target != targetObject {
 		n = negotiated{info: s.jsonInfo}
 	}
 	s.writeObject(w, int(st.Code), n, st)
+}
+
+// writeRetryAfter sends a 429's or 503's retryAfterSeconds as the
+// Retry-After header, as kube-apiserver's error writer does.
+func writeRetryAfter(w http.ResponseWriter, st *metav1.Status) {
+	if (st.Code == http.StatusTooManyRequests || st.Code == http.StatusServiceUnavailable) &&
+		st.Details != nil && st.Details.RetryAfterSeconds > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(st.Details.RetryAfterSeconds)))
+	}
 }
 
 // writeObject encodes obj with the negotiated serializer. obj must already

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -138,9 +139,27 @@ func storeError(res *registry.Resource, name, key string, err error) error {
 		// The client gave up (or its timeout passed) before storage
 		// answered: kube-apiserver's answer is a 504, and it is not a server fault.
 		return apierrors.NewTimeoutError(fmt.Sprintf("request did not complete within requested timeout - %v", err), 0)
+	case errors.Is(err, storage.ErrInsufficientStorage):
+		// The disk is full: the write was not made, and retrying at once
+		// will not help. apimachinery has no constructor (kube-apiserver
+		// has no such case); the reason names the HTTP status.
+		return &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure, Code: http.StatusInsufficientStorage,
+			Reason: reasonInsufficientStorage, Message: err.Error(),
+		}}
+	case errors.Is(err, storage.ErrUnavailable):
+		// The store is reopening after a failed disk write: the write was
+		// not made, and a retry in a second may succeed (writeError sends
+		// the Retry-After header from the detail, as kube-apiserver does).
+		se := apierrors.NewServiceUnavailable(err.Error())
+		se.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: 1}
+		return se
 	}
 	return fmt.Errorf("storage %s: %w", key, err)
 }
+
+// reasonInsufficientStorage is the Status reason of a 507.
+const reasonInsufficientStorage metav1.StatusReason = "InsufficientStorage"
 
 // objectMeta returns the ObjectMeta embedded in a typed object.
 func objectMeta(obj runtime.Object) (*metav1.ObjectMeta, error) {
