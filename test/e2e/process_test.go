@@ -72,6 +72,19 @@ func startServerIn(t testing.TB, dataDir string, extraArgs ...string) *serverPro
 // it starts is still the server.
 func startServerVia(t testing.TB, launcher []string, dataDir string, extraArgs ...string) *serverProc {
 	t.Helper()
+	p, err := launchServer(t, serverStartTimeout, launcher, dataDir, extraArgs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// launchServer is startServerVia for a test that expects the server may
+// refuse to start: it returns an error if the process exits before serving
+// (then p.exitErr holds its status and the cleanup does not report it) or
+// does not serve within timeout (then the cleanup stops it).
+func launchServer(t testing.TB, timeout time.Duration, launcher []string, dataDir string, extraArgs ...string) (*serverProc, error) {
+	t.Helper()
 	args := append([]string{"serve", "--data-dir", dataDir, "--secure-port", "0", "--bind-address", "127.0.0.1"}, extraArgs...)
 	argv := append(append(append([]string(nil), launcher...), leaseholdBinary), args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -112,19 +125,17 @@ func startServerVia(t testing.TB, launcher []string, dataDir string, extraArgs .
 		}
 	})
 
-	timer := time.NewTimer(serverStartTimeout)
+	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
 	case l := <-serving:
-		if err := p.setAddress(l); err != nil {
-			t.Fatal(err)
-		}
+		return p, p.setAddress(l)
 	case <-p.exited:
-		t.Fatalf("server exited before serving (%v); log:\n%s", p.exitErr, p.logs.String())
+		p.markStopped()
+		return p, fmt.Errorf("server exited before serving (%v); log:\n%s", p.exitErr, p.logs.String())
 	case <-timer.C:
-		t.Fatalf("server did not log its serving line within %v; log:\n%s", serverStartTimeout, p.logs.String())
+		return p, fmt.Errorf("server did not log its serving line within %v; log:\n%s", timeout, p.logs.String())
 	}
-	return p
 }
 
 func (p *serverProc) setAddress(l servingLine) error {
