@@ -143,10 +143,11 @@ func applyPatchBytes(res *registry.Resource, pt types.PatchType, cur, patch []by
 	)
 	switch pt {
 	case types.JSONPatchType:
-		var p jsonpatch.Patch
-		if p, err = jsonpatch.DecodePatch(patch); err == nil {
-			out, err = applyJSONPatch(p, cur)
+		p, err := decodeJSONPatch(patch)
+		if err != nil {
+			return nil, err
 		}
+		return applyJSONPatch(p, cur)
 	case types.MergePatchType:
 		out, err = jsonpatch.MergePatch(cur, patch)
 	case types.StrategicMergePatchType:

@@ -113,6 +113,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Finish == nil {
 		cfg.Finish = ObserveMetrics(cfg.Metrics, cfg.Resources)
 	}
+	limitJSONPatchCopies()
 	s := &Server{
 		cfg: cfg,
 		// Not EnableStrict: that makes SerializerInfo.Serializer strict too,
