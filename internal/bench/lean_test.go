@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net/http"
 	"testing"
 	"time"
 
@@ -16,6 +17,13 @@ import (
 // exercise encoding, decoding and URLs without a server.
 func offlineLeanLeases(t *testing.T, contentType string) *leanLeases {
 	t.Helper()
+	return testLeanLeases(t, contentType, nil, "ns")
+}
+
+// testLeanLeases is a lean Lease API in namespace over client, for a server
+// at https://127.0.0.1:1/prefix.
+func testLeanLeases(t testing.TB, contentType string, client *http.Client, namespace string) *leanLeases {
+	t.Helper()
 	cfg := &rest.Config{Host: "https://127.0.0.1:1/prefix"}
 	if err := setContentType(cfg, contentType); err != nil {
 		t.Fatal(err)
@@ -24,11 +32,11 @@ func offlineLeanLeases(t *testing.T, contentType string) *leanLeases {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := newLeanConn(cfg, nil, urls)
+	conn, err := newLeanConn(cfg, client, urls)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newLeanLeases(conn, "ns")
+	return newLeanLeases(conn, namespace)
 }
 
 func TestLeanLeaseURLs(t *testing.T) {

@@ -16,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 )
 
 // newFakeNodeClients builds node clients of kind against f with tokens for
@@ -173,14 +172,6 @@ func (s *stubTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // stubLeanLeases is a lean Lease API over a stubTransport.
 func stubLeanLeases(t testing.TB) (*leanLeases, *stubTransport, *coordinationv1.Lease) {
 	t.Helper()
-	cfg := &rest.Config{Host: "https://127.0.0.1:1"}
-	if err := setContentType(cfg, ContentTypeProtobuf); err != nil {
-		t.Fatal(err)
-	}
-	urls, err := newLeaseURLs(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	lease := newLease(corev1.NamespaceNodeLease, &leaseSlot{name: "node-000000", holder: "node-000000"}, 40, time.Now())
 	lease.ResourceVersion = "5"
 	info, _ := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
@@ -190,11 +181,7 @@ func stubLeanLeases(t testing.TB) (*leanLeases, *stubTransport, *coordinationv1.
 		t.Fatal(err)
 	}
 	stub := &stubTransport{answer: answer.Bytes()}
-	conn, err := newLeanConn(cfg, &http.Client{Transport: stub}, urls)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return newLeanLeases(conn, corev1.NamespaceNodeLease), stub, lease
+	return testLeanLeases(t, ContentTypeProtobuf, &http.Client{Transport: stub}, corev1.NamespaceNodeLease), stub, lease
 }
 
 // A node's token costs the lean client's renewal no allocation: the header
