@@ -76,7 +76,14 @@ func (p *Plugin) Admit(ctx context.Context, a *admission.Attributes) error {
 		}
 		return nil
 	}
-	if a.Namespace == "" || a.Operation == admission.Delete || gr == localSubjectAccessReviews {
+	// Only a create can bring content into a namespace. kube-apiserver also
+	// looks the namespace up for updates (an update in a missing namespace
+	// is a NotFound there), but an object that exists is in a namespace
+	// that exists or is terminating, where updates are allowed: the lookup
+	// could only refuse an update racing the namespace's last moment. It was
+	// the admission stage's cost on every lease renewal (a watch-cache read
+	// that may decompress a cold namespace), so updates skip it.
+	if a.Namespace == "" || a.Operation != admission.Create || gr == localSubjectAccessReviews {
 		return nil
 	}
 
