@@ -95,7 +95,8 @@
 //     renewal decoded its lease twice (2.6% of the server's CPU and 1 KB of
 //     garbage per renewal in the 100,000-node run).
 //   - Memory (write.go, respond/respond.go, storagecodec.go): request bodies
-//     are read into recycled buffers sized from Content-Length, responses
+//     are read into recycled buffers that grow as bytes arrive (never from
+//     the announced Content-Length alone), responses
 //     are encoded into pooled buffers and allocators (two to three
 //     allocations fewer per response), and the stored encoding is kept
 //     without a copy (singleWriteCapture).
