@@ -207,35 +207,32 @@ func TestIncidentTimeline(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := Read(path, obj, Filter{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out bytes.Buffer
-		if err := WriteText(&out, obj, res.Entries); err != nil {
-			t.Fatal(err)
-		}
 		// A node and its lease tell one story: the same timeline.
-		golden(t, "incident.txt", out.Bytes())
-		if res.Skipped != 0 {
-			t.Errorf("%d lines skipped", res.Skipped)
-		}
+		golden(t, "incident.txt", textTimeline(t, path, obj))
 	}
 }
 
-func TestIncidentUnderDefaultPolicy(t *testing.T) {
-	path := writeIncident(t, t.TempDir(), audit.DefaultPolicyYAML())
-	obj := Object{Resource: "nodes", Name: node}
+// textTimeline reads obj's whole timeline from the log at path, as text.
+func textTimeline(t *testing.T, path string, obj Object) []byte {
+	t.Helper()
 	res, err := Read(path, obj, Filter{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if res.Skipped != 0 {
+		t.Errorf("%d lines skipped", res.Skipped)
 	}
 	var out bytes.Buffer
 	if err := WriteText(&out, obj, res.Entries); err != nil {
 		t.Fatal(err)
 	}
+	return out.Bytes()
+}
+
+func TestIncidentUnderDefaultPolicy(t *testing.T) {
+	path := writeIncident(t, t.TempDir(), audit.DefaultPolicyYAML())
 	// Renewals and the node's reads of its lease are left out.
-	golden(t, "incident-default-policy.txt", out.Bytes())
+	golden(t, "incident-default-policy.txt", textTimeline(t, path, Object{Resource: "nodes", Name: node}))
 }
 
 func TestFilters(t *testing.T) {
