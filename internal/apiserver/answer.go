@@ -14,6 +14,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/apiserver/respond"
 	"github.com/leasehold/leasehold/internal/registry"
+	"github.com/leasehold/leasehold/internal/request"
 )
 
 // target says what representation the client asked for in Accept.
@@ -111,6 +112,15 @@ func writeWarnings(w http.ResponseWriter, warnings []string) {
 // Status cannot take.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	st := respond.StatusFor(err)
+	if clientGone(r.Context()) {
+		// Whatever went wrong, the client is gone: the record says so
+		// (not a server fault), and the log gets a summary, not a line.
+		if rec := request.RecordFrom(r.Context()); rec != nil && rec.Code == 0 {
+			rec.Code = StatusClientClosedRequest
+		}
+		s.cancellations.note(s.logger, s.now())
+		return
+	}
 	if st.Code >= 500 {
 		s.logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}

@@ -20,6 +20,10 @@ type Metrics struct {
 	// StorageReads counts reads the watch cache could not answer because it
 	// lagged behind the store, and storage answered instead.
 	StorageReads *prometheus.CounterVec
+	// Cancellations counts requests their client abandoned (closed the
+	// connection, reset the HTTP/2 stream, gave up on a timeout) before the
+	// answer: they are not in Requests, whose 5xx must mean server faults.
+	Cancellations *prometheus.CounterVec
 }
 
 // NewMetrics creates the metrics and registers them on reg (nil: unregistered,
@@ -47,9 +51,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "leasehold_apiserver_storage_reads_total",
 			Help: "Reads served from storage because the watch cache had not caught up with the store, by verb (get, list), group and resource.",
 		}, []string{"verb", "group", "resource"}),
+		Cancellations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "leasehold_apiserver_request_cancellations_total",
+			Help: "Requests abandoned by their client before the answer (connection closed, HTTP/2 stream reset), by verb, group and resource; not counted in apiserver_request_total.",
+		}, []string{"verb", "group", "resource"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Requests, m.Latency, m.OpenWatches, m.WatchEventsOut, m.StorageReads)
+		reg.MustRegister(m.Requests, m.Latency, m.OpenWatches, m.WatchEventsOut, m.StorageReads, m.Cancellations)
 	}
 	return m
 }
@@ -59,7 +67,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 // resources and known verbs: the path and method are the client's, and as
 // labels they would grow the metrics without bound (and panic on invalid
 // UTF-8). A watch's duration is its stream's, so it is counted but not
-// timed, as in kube-apiserver.
+// timed, as in kube-apiserver. A request its client abandoned
+// (StatusClientClosedRequest) is counted in Cancellations only.
 func ObserveMetrics(m *Metrics, resources *registry.Set) func(*request.Record) {
 	return func(rec *request.Record) {
 		if !rec.ResourceRequest {
@@ -72,6 +81,10 @@ func ObserveMetrics(m *Metrics, resources *registry.Set) func(*request.Record) {
 		verb := rec.Verb
 		if !isKnownVerb(verb) {
 			verb = "other"
+		}
+		if rec.Code == StatusClientClosedRequest {
+			m.Cancellations.WithLabelValues(verb, group, resource).Inc()
+			return
 		}
 		if verb != "watch" {
 			m.Latency.WithLabelValues(verb, group, resource).Observe(time.Since(rec.Received).Seconds())

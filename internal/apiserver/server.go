@@ -89,8 +89,10 @@ type Server struct {
 	stamps    secondStamps
 	ownedKeys byteBuffers
 	limits    *limiter
-	logger    *slog.Logger
-	now       func() time.Time
+	// cancellations summarizes requests their clients abandoned.
+	cancellations cancellationLog
+	logger        *slog.Logger
+	now           func() time.Time
 }
 
 // New builds a Server.

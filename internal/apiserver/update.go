@@ -126,6 +126,9 @@ func (s *Server) updateObject(ctx context.Context, res *registry.Resource, info 
 	if err != nil {
 		return nil, false, err
 	}
+	if err := s.checkNotFuture(ctx, res, info.name, reqRV); err != nil {
+		return nil, false, err
+	}
 	// The cache must be at least as new as what the client saw, or a fresh
 	// renewal would look stale.
 	minRV := reqRV
@@ -165,6 +168,25 @@ func (s *Server) updateObject(ctx context.Context, res *registry.Resource, info 
 	}
 	out, err := s.storeUpdate(ctx, res, key, info.subresource, cur, obj, wo)
 	return out, false, err
+}
+
+// checkNotFuture answers an update whose resourceVersion the store has not
+// reached with the stale-version 409 at once, as kube-apiserver's
+// conditional write does: waiting for the cache to reach a revision that
+// does not exist would only end in a 504. It reads the store's revision only
+// when the cache is behind reqRV, so a renewal does not pay for it.
+func (s *Server) checkNotFuture(ctx context.Context, res *registry.Resource, name string, reqRV int64) error {
+	if reqRV <= s.cfg.Cache.Revision() {
+		return nil
+	}
+	storeRV, err := s.cfg.Store.CurrentRevision(ctx)
+	if err != nil {
+		return storeError(res, name, "current revision", err)
+	}
+	if reqRV > storeRV {
+		return conflict(res, name)
+	}
+	return nil
 }
 
 // unconditionalUpdate writes obj over whatever is stored, retrying when
