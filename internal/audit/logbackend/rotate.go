@@ -183,10 +183,13 @@ func (r *rotator) housekeep() error {
 	}
 	var errs []error
 	keep := backups[:0]
-	cutoff := r.now().Add(-r.maxAge)
+	var cutoff time.Time
+	if r.maxAge > 0 {
+		cutoff = r.now().Add(-r.maxAge)
+	}
 	for i, b := range backups {
 		tooMany := r.maxBackups > 0 && len(backups)-i > r.maxBackups
-		tooOld := r.maxAge > 0 && b.Time.Before(cutoff)
+		tooOld := b.Time.Before(cutoff)
 		if tooMany || tooOld {
 			errs = append(errs, removeBoth(b.Path))
 			continue

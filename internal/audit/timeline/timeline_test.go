@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -103,8 +104,13 @@ func writeIncident(t *testing.T, dir, policyText string) string {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "audit.log")
-	var now time.Time
-	clock := func() time.Time { return now }
+	// The clock is read by the backend's Run goroutine too (housekeeping).
+	var (
+		mu  sync.Mutex
+		now time.Time
+	)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	setNow := func(t time.Time) { mu.Lock(); defer mu.Unlock(); now = t }
 	b, err := logbackend.New(logbackend.Options{Path: path, MaxSizeMB: 1, Compress: true, Now: clock})
 	if err != nil {
 		t.Fatal(err)
@@ -120,13 +126,13 @@ func writeIncident(t *testing.T, dir, policyText string) string {
 		}
 		// Other nodes renew meanwhile: about a megabyte between steps.
 		for k := range 300 {
-			now = received.Add(-time.Duration(300-k) * time.Millisecond)
+			setNow(received.Add(-time.Duration(300-k) * time.Millisecond))
 			other := fmt.Sprintf("node-%d", k)
-			run(a, now, request.User{Name: "system:node:" + other, Groups: []string{"system:nodes"}}, "PUT",
+			run(a, clock(), request.User{Name: "system:node:" + other, Groups: []string{"system:nodes"}}, "PUT",
 				"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/"+other, "update", "leases", other, "", 200, nil, nil, false,
 				fmt.Sprintf("%s-filler-%d", s.at, k), 1000)
 		}
-		now = received.Add(s.took)
+		setNow(received.Add(s.took))
 		run(a, received, s.user, s.method, s.uri, s.verb, s.resource, s.name, s.reason, s.code, s.status, s.requestObject,
 			s.clusterScopedRes, fmt.Sprintf("incident-%d", i), 0)
 	}
