@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"net/http"
@@ -288,5 +289,18 @@ func TestLevelNoneIsNil(t *testing.T) {
 	q.Panic(&rec, "x")
 	if q.Level() != auditv1.LevelNone || len(sink.events) != 0 {
 		t.Errorf("level %q, %d events", q.Level(), len(sink.events))
+	}
+}
+
+func TestRequestInContext(t *testing.T) {
+	a, _ := newTestAuditor(t, "rules:\n- level: Metadata\n")
+	rec := leaseRecord("get")
+	q := a.Begin(httptest.NewRequest("GET", leaseURI, nil), &rec)
+	ctx := WithRequest(context.Background(), q)
+	if RequestFrom(ctx) != q {
+		t.Error("RequestFrom did not return the Request")
+	}
+	if ctx := WithRequest(context.Background(), nil); RequestFrom(ctx) != nil {
+		t.Error("a nil Request came back non-nil")
 	}
 }
