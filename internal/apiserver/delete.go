@@ -131,6 +131,22 @@ func (s *Server) deleteObject(ctx context.Context, res *registry.Resource, names
 		}
 		rev, _ := parseRV(acc.GetResourceVersion())
 		finalizers := deletionFinalizers(acc.GetFinalizers(), opts.PropagationPolicy)
+		if res.PrepareForDelete != nil {
+			// The kind may keep the object while it is emptied (a
+			// namespace goes Terminating), even with no finalizers.
+			obj := cur.DeepCopyObject()
+			keep, err := res.PrepareForDelete(obj)
+			if err != nil {
+				return nil, false, err
+			}
+			if keep {
+				out, err := s.markDeleting(ctx, res, key, obj, finalizers, dryRun)
+				if apierrors.IsConflict(err) && attempt < maxPatchRetries {
+					continue
+				}
+				return out, false, err
+			}
+		}
 		if len(finalizers) > 0 {
 			obj, err := s.markDeleting(ctx, res, key, cur, finalizers, dryRun)
 			if apierrors.IsConflict(err) && attempt < maxPatchRetries {
@@ -187,7 +203,8 @@ func deletionFinalizers(existing []string, policy *metav1.DeletionPropagation) [
 	return out
 }
 
-// markDeleting sets deletionTimestamp and the finalizers on cur.
+// markDeleting sets deletionTimestamp and the finalizers (possibly none:
+// the kind's PrepareForDelete keeps the object) on cur.
 func (s *Server) markDeleting(ctx context.Context, res *registry.Resource, key string, cur runtime.Object, finalizers []string, dryRun bool) (runtime.Object, error) {
 	obj := cur.DeepCopyObject()
 	acc, err := meta.Accessor(obj)

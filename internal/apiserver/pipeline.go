@@ -131,7 +131,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, rec *requ
 
 func checkScope(res *registry.Resource, info requestInfo) error {
 	switch {
-	case info.subresource != "" && (info.subresource != "status" || !res.StatusSubresource):
+	case info.subresource != "" && !servesSubresource(res, info.subresource):
 		return apierrors.NewNotFound(res.GroupResource(), info.name)
 	case !res.Namespaced && info.namespace != "":
 		return apierrors.NewNotFound(res.GroupResource(), info.name)
@@ -139,8 +139,22 @@ func checkScope(res *registry.Resource, info requestInfo) error {
 		return apierrors.NewNotFound(res.GroupResource(), info.name)
 	case info.subresource == "status" && info.verb != "get" && info.verb != "update" && info.verb != "patch":
 		return apierrors.NewMethodNotSupported(res.GroupResource(), info.verb)
+	case info.subresource == "finalize" && info.verb != "update":
+		return apierrors.NewMethodNotSupported(res.GroupResource(), info.verb)
 	}
 	return nil
+}
+
+// servesSubresource tells whether res has the subresource: status, or a
+// namespace's finalize (through which its spec.finalizers change).
+func servesSubresource(res *registry.Resource, sub string) bool {
+	switch sub {
+	case "status":
+		return res.StatusSubresource
+	case "finalize":
+		return res.FinalizeSubresource
+	}
+	return false
 }
 
 func (s *Server) serveVerb(w http.ResponseWriter, r *http.Request, rec *request.Record, res *registry.Resource, info requestInfo) error {

@@ -87,8 +87,8 @@ func parseRequestInfo(r *http.Request) (requestInfo, bool) {
 	if len(parts) >= 2 && parts[0] == "namespaces" && len(parts) != 2 {
 		// namespaces/<ns>/<resource>/... ; but namespaces/<name>/status or
 		// namespaces/<name> alone address the namespace object itself.
-		if len(parts) == 3 && parts[2] == "status" {
-			info.resource, info.name, info.subresource = "namespaces", parts[1], "status"
+		if len(parts) == 3 && (parts[2] == "status" || parts[2] == "finalize") {
+			info.resource, info.name, info.subresource = "namespaces", parts[1], parts[2]
 			parts = nil
 		} else {
 			info.namespace = parts[1]

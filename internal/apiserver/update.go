@@ -274,8 +274,10 @@ func (s *Server) storeUpdate(ctx context.Context, res *registry.Resource, key, s
 		acc.SetResourceVersion(old.GetResourceVersion())
 		return obj, nil
 	}
-	if acc.GetDeletionTimestamp() != nil && len(acc.GetFinalizers()) == 0 {
-		// The last finalizer is gone: the pending deletion completes now.
+	if acc.GetDeletionTimestamp() != nil && len(acc.GetFinalizers()) == 0 && (res.FinalizersDone == nil || res.FinalizersDone(obj)) {
+		// The last finalizer is gone (the kind's own too: a terminating
+		// namespace's status update must not delete it before its content
+		// is): the pending deletion completes now.
 		return s.finishDelete(ctx, res, key, expected, obj)
 	}
 	var rev int64
