@@ -30,32 +30,26 @@ const (
 	fullDiskStartBound = 20 * time.Second
 )
 
-// refusedWrite reports whether a is how the server must refuse a write on
-// a full or failing disk: 507 Insufficient Storage naming the cause, or
-// 503 with Retry-After; err says what is wrong otherwise.
+// refusedWrite checks a write refused on a full disk: 507 Insufficient
+// Storage (storage.ErrInsufficientStorage, internal/apiserver storeError),
+// a Status whose reason and message name the cause. A disk that fails
+// otherwise (EIO) is a 503 with Retry-After, which a full disk never is.
 func refusedWrite(a rawAnswer) error {
 	st, ok := a.status()
-	switch {
-	case !ok:
-		return fmt.Errorf("refused write answered %s: not a Status body", a)
-	case a.code == http.StatusInsufficientStorage && st.Code == int32(a.code) && st.Status == metav1.StatusFailure &&
-		strings.Contains(st.Message, "insufficient storage"):
-		return nil
-	case a.code == http.StatusServiceUnavailable && st.Code == int32(a.code) && a.retryAfter != "" &&
-		strings.Contains(st.Message, "storage"):
+	if ok && a.code == http.StatusInsufficientStorage && st.Code == int32(a.code) && st.Status == metav1.StatusFailure &&
+		st.Reason == "InsufficientStorage" && strings.Contains(st.Message, "insufficient storage: ") &&
+		strings.Contains(st.Message, " free on the file system of ") {
 		return nil
 	}
-	return fmt.Errorf("refused write answered %s, want 507 Insufficient Storage or 503 with Retry-After, naming the storage cause", a)
+	return fmt.Errorf("write on a full disk answered %s, want a 507 InsufficientStorage Status naming the free space", a)
 }
 
-// refusableCode is the status codes client-go writers may meet while the
-// disk is full (refusedWrite checks the body of each kind).
-func refusableCode(code int32) bool {
-	return code == http.StatusInsufficientStorage || code == http.StatusServiceUnavailable
-}
+// refusableCode is the status client-go writers may meet while the disk
+// is full (refusedWrite checks its body).
+func refusableCode(code int32) bool { return code == http.StatusInsufficientStorage }
 
 // TestDiskFullUnderWriteLoad fills the server's disk while client-go
-// writers write: the server must stay up, refuse writes with 507 or 503,
+// writers write: the server must stay up, refuse writes with 507,
 // keep answering gets and lists, say why in /readyz?verbose, take writes
 // again by itself within diskRecoveryBound of the filler's removal, and
 // keep every acknowledged write.
