@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -91,8 +92,11 @@ type Server struct {
 	limits    *limiter
 	// cancellations summarizes requests their clients abandoned.
 	cancellations cancellationLog
-	logger        *slog.Logger
-	now           func() time.Time
+	// noWriteDeadlines is set once a watch met a writer without deadlines
+	// (logged once).
+	noWriteDeadlines atomic.Bool
+	logger           *slog.Logger
+	now              func() time.Time
 }
 
 // New builds a Server.

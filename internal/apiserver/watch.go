@@ -121,6 +121,8 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, res *registry.Res
 	events := s.cfg.Metrics.WatchEventsOut.WithLabelValues(gr.Group, gr.Resource)
 
 	sw.start()
+	sw.limitWrites(time.Now().Add(timeout))
+	defer sw.clearDeadline()
 	ch := watcher.Events()
 	for {
 		select {
@@ -133,14 +135,20 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, res *registry.Res
 			if !ok {
 				return nil
 			}
-			if err := sw.sendEvent(ev); err != nil {
+			// A client that stops reading blocks the write until its
+			// deadline: the stream ends and the watcher is stopped.
+			err := sw.setDeadline()
+			if err == nil {
+				err = sw.sendEvent(ev)
+			}
+			if err == nil && len(ch) == 0 {
+				err = sw.flushErr()
+			}
+			if err != nil {
 				s.logger.Debug("watch stream ended", "err", err)
 				return nil
 			}
 			events.Inc()
-			if len(ch) == 0 {
-				sw.flush()
-			}
 		}
 	}
 }
@@ -167,6 +175,9 @@ type watchStream struct {
 	enc     runtime.Encoder
 	sentRow bool
 	buf     bytes.Buffer
+	// rc sets write deadlines until end (limitWrites); nil: none.
+	rc  *http.ResponseController
+	end time.Time
 }
 
 func (sw *watchStream) start() {
@@ -174,6 +185,56 @@ func (sw *watchStream) start() {
 	sw.w.WriteHeader(http.StatusOK)
 	sw.enc = sw.n.info.StreamSerializer.Serializer
 	sw.flush()
+}
+
+// watchWriteTimeout bounds one frame's write and flush: a watcher that
+// reads nothing for that long is dropped, and with it what it pins.
+const watchWriteTimeout = 10 * time.Second
+
+// limitWrites makes every later write of the stream end by end (the watch's
+// timeoutSeconds) and within watchWriteTimeout, through write deadlines on
+// the connection: the timeout alone ends the stream only between events,
+// never while a write is blocked on a client that stopped reading.
+func (sw *watchStream) limitWrites(end time.Time) {
+	sw.rc, sw.end = http.NewResponseController(sw.w), end
+}
+
+// setDeadline sets the write deadline for the next frame. A writer without
+// deadlines (an in-process recorder) gets none; that is logged once.
+func (sw *watchStream) setDeadline() error {
+	if sw.rc == nil {
+		return nil
+	}
+	deadline := time.Now().Add(watchWriteTimeout)
+	if sw.end.Before(deadline) {
+		deadline = sw.end
+	}
+	err := sw.rc.SetWriteDeadline(deadline)
+	if errors.Is(err, http.ErrNotSupported) {
+		sw.rc = nil
+		if sw.s.noWriteDeadlines.CompareAndSwap(false, true) {
+			sw.s.logger.Info("watch streams without write deadlines: the response writer does not support them")
+		}
+		return nil
+	}
+	return err
+}
+
+// clearDeadline lifts the deadline when the stream ends, so that it cannot
+// cut the connection's next request short.
+func (sw *watchStream) clearDeadline() {
+	if sw.rc != nil {
+		_ = sw.rc.SetWriteDeadline(time.Time{})
+	}
+}
+
+// flushErr pushes buffered frames to the client, reporting a failed write.
+func (sw *watchStream) flushErr() error {
+	if sw.rc == nil {
+		sw.flush()
+		return nil
+	}
+	return sw.rc.Flush()
 }
 
 func (sw *watchStream) flush() {
