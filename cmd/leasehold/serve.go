@@ -66,6 +66,7 @@ request for about one more watch cache's worth of memory.`,
 	f.DurationVar(&cfg.NodeLifecycle.GracePeriod, "node-monitor-grace-period", nodelifecycle.DefaultGracePeriod, "how long a node may send no heartbeat (lease renewal or status) before it is marked Unknown")
 	f.DurationVar(&cfg.NodeLifecycle.StartupGracePeriod, "node-startup-grace-period", nodelifecycle.DefaultStartupGracePeriod, "grace period for a node that never posted a Ready condition")
 	f.DurationVar(&cfg.EventTTL, "event-ttl", time.Hour, "how long events are kept after their last update")
+	f.IntVar(&cfg.WatchCacheWindow, "watch-cache-window", 100_000, "how many recent events the watch cache keeps for watches that resume from a resourceVersion; the embedded store keeps at least this many revisions of history")
 	f.DurationVar(&cfg.HistoryRetention, "history-retention", 5*time.Minute, "how long old revisions stay readable for watches and continue tokens (older ones answer 410 Expired); longer keeps more history on disk. The embedded store also keeps at least the watch cache's window of revisions and at most ten windows; with --etcd-servers it is the etcd compaction interval")
 	f.Float64Var(&cfg.NodeLifecycle.EvictionRate, "node-eviction-rate", nodelifecycle.DefaultEvictionRate, "nodes per second per healthy zone that get NoExecute taints")
 	f.IntVar(&cfg.Limits.MaxRequestsInflight, "max-requests-inflight", 400, "maximum concurrent non-mutating requests (watches not counted; system:masters exempt); 0 means unlimited")

@@ -296,7 +296,9 @@ func compactionTarget(p CompactionPolicy, now time.Time, cur int64, samples []re
 		}
 	}
 	if p.KeepRevisions > 0 {
-		limit(cur - p.KeepRevisions)
+		// Fewer revisions than KeepRevisions: keep them all (a negative
+		// bound would read as "no bound" below and let KeepFor alone decide).
+		limit(max(cur-p.KeepRevisions, 0))
 	}
 	if p.KeepFor > 0 {
 		// The newest sample at least KeepFor old: everything up to it is

@@ -246,6 +246,12 @@ func TestCompactionTarget(t *testing.T) {
 	if target != 0 {
 		t.Fatalf("target %d before any sample is old enough, want 0", target)
 	}
+	// Fewer revisions than KeepRevisions: nothing goes, however old.
+	few := CompactionPolicy{Interval: time.Second, KeepFor: 5 * time.Second, KeepRevisions: 100_000}
+	target, _ = compactionTarget(few, t0, 29837, []revisionSample{{at: t0.Add(-6 * time.Second), rev: 9879}})
+	if target != 0 {
+		t.Fatalf("target %d with 29837 revisions and KeepRevisions 100000, want 0", target)
+	}
 }
 
 func TestGroupCommitSharesFsync(t *testing.T) {
