@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/storage"
+	"github.com/leasehold/leasehold/internal/watchcache"
 )
 
 // listOptions are the parsed query parameters of list and watch.
@@ -101,15 +103,42 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, res *registry.Reso
 	if n, err = withTableOptions(n, r.URL.Query()); err != nil {
 		return err
 	}
-	list, err := s.doList(r.Context(), res, info.namespace, o)
+	list, release, err := s.doList(r.Context(), res, info.namespace, o)
 	if err != nil {
 		return err
 	}
+	// The page's objects count against the cache's list budget until the
+	// response is written.
+	defer release()
 	return s.respondList(w, res, n, list)
 }
 
-// doList returns the typed list (e.g. *LeaseList) the options ask for.
-func (s *Server) doList(ctx context.Context, res *registry.Resource, namespace string, o listOptions) (runtime.Object, error) {
+// listBudgetWait bounds how long a list waits for the watch cache's list
+// budget (the objects all pages in flight may hold) before it is a 429.
+const listBudgetWait = 3 * time.Second
+
+// tooManyLists is kube-apiserver's 429 for a request it cannot take now.
+func tooManyLists() error {
+	return apierrors.NewTooManyRequests("Too many requests, please try again later.", 1)
+}
+
+// doList returns the typed list (e.g. *LeaseList) the options ask for, and
+// the function to call once it is written (it gives back the list budget).
+func (s *Server) doList(ctx context.Context, res *registry.Resource, namespace string, o listOptions) (runtime.Object, func(), error) {
+	list, page, err := s.listObjects(ctx, res, namespace, o)
+	if page == nil {
+		return list, noRelease, err
+	}
+	if err != nil {
+		page.Release()
+		return nil, noRelease, err
+	}
+	return list, page.Release, nil
+}
+
+// listObjects is doList; a page from the watch cache comes back to be
+// released.
+func (s *Server) listObjects(ctx context.Context, res *registry.Resource, namespace string, o listOptions) (runtime.Object, *watchcache.Page, error) {
 	prefix := res.KeyPrefix(namespace)
 	match := o.pred.matcher(res)
 	var (
@@ -126,62 +155,78 @@ func (s *Server) doList(ctx context.Context, res *registry.Resource, namespace s
 		var start string
 		rv, start, err = decodeContinue(o.Continue, prefix)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		items, rev, next, err = s.listFromStorage(ctx, res, prefix, rv, start, o.Limit, match)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	case exact:
 		rv, err := parseRV(o.ResourceVersion)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		items, rev, next, err = s.listFromStorage(ctx, res, prefix, rv, "", o.Limit, match)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	default:
 		minRV, err := readRV(o.ResourceVersion)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if err := s.waitFresh(ctx, minRV); err != nil {
 			if minRV >= 0 || !apierrors.IsTimeout(err) {
-				return nil, err
+				return nil, nil, err
 			}
 			// A consistent list the cache could not catch up with in time
 			// is read from storage, as kube-apiserver then lists etcd.
 			s.cfg.Metrics.StorageReads.WithLabelValues("list", res.GroupVersion.Group, res.Resource).Inc()
 			items, rev, next, err = s.listFromStorage(ctx, res, prefix, 0, "", o.Limit, match)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			break
 		}
-		items, rev = s.cfg.Cache.List(prefix, match)
-		if o.Limit > 0 && int64(len(items)) > o.Limit {
-			last, err := meta.Accessor(items[o.Limit-1])
-			if err != nil {
-				return nil, err
-			}
-			next = res.Key(last.GetNamespace(), last.GetName()) + "\x00"
-			remaining := int64(len(items)) - o.Limit
-			items = items[:o.Limit]
-			list, err := s.buildList(res, items, rev, encodeContinue(rev, next, prefix))
-			if err == nil && o.pred.empty() {
-				if lm, lerr := meta.ListAccessor(list); lerr == nil {
-					lm.SetRemainingItemCount(&remaining)
-				}
-			}
-			return list, err
+		page, err := s.cachePage(ctx, watchcache.PageRequest{Prefix: prefix, Limit: int(o.Limit), Predicate: match})
+		if err != nil {
+			return nil, nil, err
 		}
+		cont := ""
+		if page.Next != "" {
+			cont = encodeContinue(page.Revision, page.Next, prefix)
+		}
+		list, err := s.buildList(res, page.Objects, page.Revision, cont)
+		if err == nil && o.pred.empty() && page.Remaining >= 0 {
+			if lm, lerr := meta.ListAccessor(list); lerr == nil {
+				lm.SetRemainingItemCount(&page.Remaining)
+			}
+		}
+		return list, page, err
 	}
 	cont := ""
 	if next != "" {
 		cont = encodeContinue(rev, next, prefix)
 	}
-	return s.buildList(res, items, rev, cont)
+	list, err := s.buildList(res, items, rev, cont)
+	return list, nil, err
+}
+
+// cachePage takes one page from the watch cache, waiting at most
+// listBudgetWait for its share of the list budget (a 429 after that).
+func (s *Server) cachePage(ctx context.Context, req watchcache.PageRequest) (*watchcache.Page, error) {
+	wait, cancel := context.WithTimeout(ctx, listBudgetWait)
+	defer cancel()
+	page, err := s.cfg.Cache.ListPage(wait, req)
+	switch {
+	case err == nil:
+		return page, nil
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case wait.Err() != nil:
+		return nil, tooManyLists()
+	}
+	return nil, fmt.Errorf("listing %s: %w", req.Prefix, err)
 }
 
 // listFromStorage reads a page at an exact revision from storage, filtering
