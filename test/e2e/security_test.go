@@ -175,6 +175,14 @@ func TestSecurityUsersAndTokens(t *testing.T) {
 	temp.unauthorized("GET", "/api/v1/nodes")
 	c.callerWithToken("newbie", "new-token-41d9").allowed("GET", "/api/v1/nodes", "", http.StatusOK)
 	admin.allowed("GET", "/metrics", "", http.StatusOK)
+
+	// No credential reaches the log, valid, invalid or revoked.
+	logs := c.srv.Logs()
+	for _, tok := range []string{tokenAdmin, tokenReader, tokenElector, tokenTemp, "new-token-41d9", "not-a-token"} {
+		if strings.Contains(logs, tok) {
+			t.Errorf("the server log contains the token %q", tok)
+		}
+	}
 }
 
 // foreignCertCaller presents a client certificate for system:masters signed
