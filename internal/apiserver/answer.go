@@ -121,7 +121,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.cancellations.note(s.logger, s.now())
 		return
 	}
-	if st.Code >= 500 {
+	// A refused write on a full disk (507) or while the store reopens (503)
+	// is a state the store logs once and /readyz reports, not a fault of
+	// this request: a line per refused write flooded the log.
+	if st.Code >= 500 && st.Code != http.StatusInsufficientStorage && st.Code != http.StatusServiceUnavailable {
 		s.logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	writeRetryAfter(w, st)

@@ -21,14 +21,6 @@ import (
 	"github.com/leasehold/leasehold/internal/server/servertest"
 )
 
-// apiLayerWired: these tests need internal/apiserver to call the namespace
-// registry's PrepareForDelete and FinalizersDone hooks, to serve
-// namespaces/<name>/finalize, and to run the namespacelifecycle admission
-// plugin. Until it does they cannot pass and are skipped; the lead sets
-// this to true when wiring them (see the report of issue 27's namespace
-// work).
-const apiLayerWired = true
-
 const waitFor = 15 * time.Second
 
 func eventually(t *testing.T, what string, cond func() (bool, error)) {
@@ -53,9 +45,6 @@ func eventually(t *testing.T, what string, cond func() (bool, error)) {
 // client (until `serve` runs one itself), both stopped when the test ends.
 func startWithController(t *testing.T) (*servertest.Server, kubernetes.Interface) {
 	t.Helper()
-	if !apiLayerWired {
-		t.Skip("needs the API layer's namespace wiring (apiLayerWired)")
-	}
 	s := servertest.Start(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
