@@ -241,6 +241,10 @@ func (s *Server) listFromStorage(ctx context.Context, res *registry.Resource, pr
 		lr, err := s.cfg.Store.List(ctx, prefix, storage.ListOptions{Revision: rv, StartKey: start, Limit: int(page)})
 		if err != nil {
 			switch {
+			case errors.Is(err, storage.ErrCompacted) && start == "":
+				// An exact-revision list (resourceVersionMatch=Exact, or a
+				// limit without continue), as kube's etcd3 store words it.
+				return nil, 0, "", apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
 			case errors.Is(err, storage.ErrCompacted):
 				return nil, 0, "", apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
 			case errors.Is(err, storage.ErrFutureRevision):

@@ -165,11 +165,8 @@ func checkCompacted(ctx context.Context, t *testing.T, c *leaseClients, writers 
 	})
 	if !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
 		t.Errorf("list at compacted revision %s answered %v, want 410 Expired", old, err)
-	} else {
-		// kube-apiserver says "The resourceVersion for the provided list
-		// is too old."; leasehold answers with the continue token's
-		// message (reported, internal/apiserver/list.go).
-		t.Logf("list at revision %s: %v", old, err)
+	} else if want := "The resourceVersion for the provided list is too old."; err.Error() != want {
+		t.Errorf("list at compacted revision %s: message %q, want kube-apiserver's %q", old, err.Error(), want)
 	}
 	acked, landed, err := verifyFaultLeases(ctx, c.proto, writers)
 	if err != nil {
