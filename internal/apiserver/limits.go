@@ -83,7 +83,7 @@ func (s *Server) limit(w http.ResponseWriter, r *http.Request, rec *request.Reco
 		return noRelease, true
 	}
 	if release, ok = s.limits.acquire(rec); !ok {
-		w.Header().Set("Retry-After", "1")
+		// writeError sends Retry-After from the Status's retryAfterSeconds.
 		s.writeError(w, r, tooManyRequests())
 	}
 	return release, ok

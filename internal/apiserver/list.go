@@ -117,11 +117,6 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, res *registry.Reso
 // budget (the objects all pages in flight may hold) before it is a 429.
 const listBudgetWait = 3 * time.Second
 
-// tooManyLists is kube-apiserver's 429 for a request it cannot take now.
-func tooManyLists() error {
-	return apierrors.NewTooManyRequests("Too many requests, please try again later.", 1)
-}
-
 // doList returns the typed list (e.g. *LeaseList) the options ask for, and
 // the function to call once it is written (it gives back the list budget).
 func (s *Server) doList(ctx context.Context, res *registry.Resource, namespace string, o listOptions) (runtime.Object, func(), error) {
@@ -224,7 +219,7 @@ func (s *Server) cachePage(ctx context.Context, req watchcache.PageRequest) (*wa
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	case wait.Err() != nil:
-		return nil, tooManyLists()
+		return nil, tooManyRequests()
 	}
 	return nil, fmt.Errorf("listing %s: %w", req.Prefix, err)
 }
