@@ -29,7 +29,10 @@ import (
 // (request.RecordFrom), for the verbs, admission and review handlers.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The record and the writer that fills in its code share one
-	// allocation: both live exactly as long as the request.
+	// allocation: both live exactly as long as the request. The record, its
+	// context value and the request copy carrying it cost a renewal 2
+	// allocations and ~700 B (BenchmarkLeaseRenewal/plain: 96 -> 98
+	// allocs/op); sharing this one takes one back (97).
 	st := &struct {
 		rec request.Record
 		sw  statusRecorder
