@@ -149,7 +149,15 @@ func TestGoAwayWaitsForTheFrameInFlight(t *testing.T) {
 	srv := tls.Server(serverSide, &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}})
 	cli := tls.Client(clientSide, &tls.Config{InsecureSkipVerify: true})
 	defer func() { _ = cli.Close(); _ = srv.Close() }()
-	frames := make(chan http2.Frame, 4)
+	// The framer reuses a frame's memory on the next ReadFrame, so the
+	// reader copies out what the test checks before reading on.
+	type seen struct {
+		kind             http2.FrameType
+		streamID, lastID uint32
+		dataLen          int
+		errCode          http2.ErrCode
+	}
+	frames := make(chan seen, 4)
 	go func() {
 		defer close(frames)
 		fr := http2.NewFramer(nil, cli)
@@ -158,7 +166,14 @@ func TestGoAwayWaitsForTheFrameInFlight(t *testing.T) {
 			if err != nil {
 				return
 			}
-			frames <- f
+			s := seen{kind: f.Header().Type, streamID: f.Header().StreamID}
+			switch f := f.(type) {
+			case *http2.DataFrame:
+				s.dataLen = len(f.Data())
+			case *http2.GoAwayFrame:
+				s.lastID, s.errCode = f.LastStreamID, f.ErrCode
+			}
+			frames <- s
 		}
 	}()
 	hc := g.newH2Conn(srv)
@@ -175,13 +190,11 @@ func TestGoAwayWaitsForTheFrameInFlight(t *testing.T) {
 	if _, err := hc.Write(data.Bytes()[half:]); err != nil {
 		t.Fatal(err)
 	}
-	d, ok := (<-frames).(*http2.DataFrame)
-	if !ok || d.StreamID != 7 || len(d.Data()) != 1000 {
-		t.Fatalf("first frame %v, want stream 7's 1000-byte DATA", d)
+	if d := <-frames; d.kind != http2.FrameData || d.streamID != 7 || d.dataLen != 1000 {
+		t.Fatalf("first frame %+v, want stream 7's 1000-byte DATA", d)
 	}
-	ga, ok := (<-frames).(*http2.GoAwayFrame)
-	if !ok || ga.LastStreamID != 9 || ga.ErrCode != http2.ErrCodeEnhanceYourCalm {
-		t.Fatalf("second frame %v, want GOAWAY(9, ENHANCE_YOUR_CALM)", ga)
+	if ga := <-frames; ga.kind != http2.FrameGoAway || ga.lastID != 9 || ga.errCode != http2.ErrCodeEnhanceYourCalm {
+		t.Fatalf("second frame %+v, want GOAWAY(9, ENHANCE_YOUR_CALM)", ga)
 	}
 }
 
