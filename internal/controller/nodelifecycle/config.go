@@ -59,6 +59,10 @@ type Config struct {
 	// Go's monotonic clock.
 	Monotonic func() time.Duration
 	Logger    *slog.Logger
+	// StoreStatus, if set, tells whether the control plane's own store is
+	// reachable (serve probes it): node health is not judged while it is
+	// down, nor is its outage counted in any node's silence (storeoutage.go).
+	StoreStatus func() StoreStatus
 	// OnMonitorPass, if set, is called after every monitor pass with its
 	// duration and the number of nodes it looked at (serve feeds a metric).
 	OnMonitorPass func(d time.Duration, nodes int)

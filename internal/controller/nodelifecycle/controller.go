@@ -28,6 +28,10 @@ type Controller struct {
 	// zoneStates and tainters are per zone key.
 	zoneStates map[string]zoneState
 	tainters   map[string]*taintQueue
+	// storeDown and storeOutages are what the last pass saw of
+	// Config.StoreStatus (storeoutage.go).
+	storeDown    bool
+	storeOutages uint64
 }
 
 func newController(cfg Config, cl cluster) (*Controller, error) {
@@ -62,6 +66,9 @@ func (c *Controller) queue(zone string) *taintQueue {
 // taint, record NodeNotReady when the controller itself found it gone, then
 // judge the zones.
 func (c *Controller) monitor(ctx context.Context) {
+	if c.storeOutage() {
+		return
+	}
 	start := c.clock.Now()
 	nodes := c.cluster.nodes()
 	if c.cfg.OnMonitorPass != nil {
