@@ -7,7 +7,7 @@
 // An election pings the candidates that have not renewed recently (it sets
 // spec.pingTime; client-go's candidate answers by renewing spec.renewTime),
 // waits up to ElectionDuration for the answers, picks among the candidates
-// that answered, and then either creates the Lease for the electee, hands an
+// that answered (and the sitting holder), and then either creates the Lease for the electee, hands an
 // expired or released Lease to it, or, when a live holder is not the electee,
 // sets spec.preferredHolder so that the holder ends its term (client-go's
 // coordinated elector stops renewing; leasehold elect also releases).
@@ -24,10 +24,15 @@
 //   - Candidates with another strategy are left alone: under KEP-4355 a
 //     third-party controller may implement it.
 //
-// The controller itself is not leader-elected: `serve` runs as a single
-// replica, so there is exactly one election controller. kube-apiserver,
-// which runs several replicas, elects one of them to run it; a replicated
-// leasehold would have to do the same before starting Run.
+// The controller itself runs on one replica at a time: `serve` starts it
+// only while holding Lease kube-system/leader-election-controller, as
+// kube-apiserver does (package server, leaderelect.go).
+//
+// The candidates an election chooses among are those that answered the
+// latest ping plus the sitting holder of a live Lease, which proves it is
+// alive by renewing the Lease: a holder slow to answer a ping is never
+// displaced by a candidate it outranks (under OldestEmulationVersion, never
+// by one with a newer emulation version).
 //
 // One deliberate difference from kube-apiserver: when the controller gives
 // the Lease to a different holder it adds 1 to spec.leaseTransitions, as

@@ -35,6 +35,7 @@ func (c *Controller) reconcile(ctx context.Context, key leaseKey) (time.Duration
 		// Give the candidates the election duration to answer.
 		return c.cfg.ElectionDuration, nil
 	}
+	acked = withSittingHolder(acked, cands, lease, now)
 	if len(acked) == 0 {
 		c.log.Info("no candidate answered; waiting", "lease", key.String(), "candidates", len(cands))
 		return c.cfg.RequeueInterval, nil
@@ -83,6 +84,29 @@ func (c *Controller) electionNeeded(lease *coordinationv1.Lease, cands []*coordi
 	// best (it left) is withdrawn by the election.
 	stalePreferred := lease.Spec.PreferredHolder != nil && *lease.Spec.PreferredHolder != best.Name
 	return best.Name != holder(lease) || stalePreferred
+}
+
+// withSittingHolder adds the candidate of a live Lease's holder to the
+// candidates that answered the latest ping. The holder proves it is alive
+// by renewing the Lease itself; a slow answer to a ping must not leave it
+// out of the choice, or the best of the others (say a newer emulation
+// version) would be asked to displace a holder that ranks before it.
+func withSittingHolder(acked, cands []*coordinationv1beta1.LeaseCandidate, lease *coordinationv1.Lease, now time.Time) []*coordinationv1beta1.LeaseCandidate {
+	h := holder(lease)
+	if h == "" || expired(lease, now) {
+		return acked
+	}
+	for _, cand := range acked {
+		if cand.Name == h {
+			return acked
+		}
+	}
+	for _, cand := range cands {
+		if cand.Name == h {
+			return append(acked, cand)
+		}
+	}
+	return acked
 }
 
 // untilExpiry is when to look at a held Lease again: at its expiry if that
