@@ -91,7 +91,7 @@ func (s *Server) waitFresh(ctx context.Context, rv int64) error {
 	ctx, cancel := context.WithTimeout(ctx, freshnessWait)
 	defer cancel()
 	if err := s.cfg.Cache.WaitForRevision(ctx, rv); err != nil {
-		return apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", rv, s.cfg.Cache.Revision()), 1)
+		return tooLargeResourceVersion(rv, s.cfg.Cache.Revision())
 	}
 	return nil
 }
@@ -135,10 +135,10 @@ func storeError(res *registry.Resource, name, key string, err error) error {
 		return apierrors.NewNotFound(res.GroupResource(), name)
 	case errors.Is(err, storage.ErrKeyExists):
 		return apierrors.NewAlreadyExists(res.GroupResource(), name)
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		// The client gave up (or its timeout passed) before storage
-		// answered: kube-apiserver's answer is a 504, and it is not a server fault.
-		return apierrors.NewTimeoutError(fmt.Sprintf("request did not complete within requested timeout - %v", err), 0)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, storage.ErrUnavailable):
+		// The client gave up, its timeout passed, or the store did not
+		// answer: 504 or 503, never a server fault (unavailable.go).
+		return storeUnavailable(err)
 	case errors.Is(err, storage.ErrInsufficientStorage):
 		// The disk is full: the write was not made, and retrying at once
 		// will not help. apimachinery has no constructor (kube-apiserver
@@ -147,13 +147,6 @@ func storeError(res *registry.Resource, name, key string, err error) error {
 			Status: metav1.StatusFailure, Code: http.StatusInsufficientStorage,
 			Reason: reasonInsufficientStorage, Message: err.Error(),
 		}}
-	case errors.Is(err, storage.ErrUnavailable):
-		// The store is reopening after a failed disk write: the write was
-		// not made, and a retry in a second may succeed (writeError sends
-		// the Retry-After header from the detail, as kube-apiserver does).
-		se := apierrors.NewServiceUnavailable(err.Error())
-		se.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: 1}
-		return se
 	}
 	return fmt.Errorf("storage %s: %w", key, err)
 }

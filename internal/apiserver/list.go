@@ -243,7 +243,7 @@ func (s *Server) listFromStorage(ctx context.Context, res *registry.Resource, pr
 			case errors.Is(err, storage.ErrCompacted):
 				return nil, 0, "", apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
 			case errors.Is(err, storage.ErrFutureRevision):
-				return nil, 0, "", apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", rv, s.cfg.Cache.Revision()), 1)
+				return nil, 0, "", tooLargeResourceVersion(rv, s.cfg.Cache.Revision())
 			}
 			return nil, 0, "", fmt.Errorf("listing %s: %w", prefix, err)
 		}

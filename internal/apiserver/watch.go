@@ -105,7 +105,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, res *registry.Res
 		}
 		var tooNew *watchcache.TooNewError
 		if errors.As(err, &tooNew) {
-			return apierrors.NewTimeoutError(tooNew.Error(), 1)
+			return tooLargeResourceVersion(tooNew.Requested, tooNew.Current)
 		}
 		return fmt.Errorf("starting watch: %w", err)
 	}
