@@ -17,4 +17,5 @@ func addConnectionFlags(cmd *cobra.Command, c *connguard.Config) {
 	f.IntVar(&c.HTTP2MaxResetsPerSecond, "http2-max-resets-per-second", connguard.DefaultHTTP2MaxResetsPerSecond, "RST_STREAM frames per second (bursts of two seconds' worth) an HTTP/2 connection may send before it gets GOAWAY and is closed")
 	f.DurationVar(&c.HTTP2ReadIdleTimeout, "http2-read-idle-timeout", connguard.DefaultHTTP2ReadIdleTimeout, "ping an HTTP/2 connection that has sent no frame for this long")
 	f.DurationVar(&c.HTTP2PingTimeout, "http2-ping-timeout", connguard.DefaultHTTP2PingTimeout, "close an HTTP/2 connection whose ping goes unanswered this long")
+	addGoawayFlags(cmd, c)
 }

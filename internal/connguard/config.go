@@ -59,6 +59,11 @@ type Config struct {
 	// how long the ping may go unanswered (--http2-ping-timeout).
 	HTTP2ReadIdleTimeout time.Duration
 	HTTP2PingTimeout     time.Duration
+	// GoawayChance is kube-apiserver's --goaway-chance: the probability
+	// that an HTTP/2 request's connection is sent GOAWAY after it, so that
+	// clients behind a load balancer spread over replicas (goaway.go). 0
+	// (the default) never does; at most MaxGoawayChance.
+	GoawayChance float64
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -72,6 +77,9 @@ func (c Config) withDefaults() (Config, error) {
 		if v < 0 {
 			return c, fmt.Errorf("%s must not be negative, got %d", name, v)
 		}
+	}
+	if err := checkGoawayChance(c.GoawayChance); err != nil {
+		return c, err
 	}
 	def := func(v *time.Duration, d time.Duration) {
 		if *v == 0 {

@@ -68,7 +68,7 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Guard, error
 	g.metrics = newMetrics(reg, func() float64 { return float64(g.open.Load()) }, files.connections)
 	log.Info("connection limits", "maxConnections", files.connections, "RLIMIT_NOFILE", soft, "hardLimit", hard,
 		"reservedFiles", files.reserved, "idleTimeout", cfg.IdleTimeout.String(), "readHeaderTimeout", cfg.ReadHeaderTimeout.String(),
-		"http2MaxStreamsPerConnection", cfg.HTTP2MaxStreamsPerConnection, "http2MaxResetsPerSecond", cfg.HTTP2MaxResetsPerSecond)
+		"http2MaxStreamsPerConnection", cfg.HTTP2MaxStreamsPerConnection, "http2MaxResetsPerSecond", cfg.HTTP2MaxResetsPerSecond, "goawayChance", cfg.GoawayChance)
 	return g, nil
 }
 
@@ -86,7 +86,7 @@ func (g *Guard) Listener(ln net.Listener) net.Listener {
 // HTTP/2 limits. Serve it with ServeTLS on g.Listener.
 func (g *Guard) Server(handler http.Handler, tlsConfig *tls.Config) (*http.Server, error) {
 	srv := &http.Server{
-		Handler:   handler,
+		Handler:   withGoaway(handler, g.cfg.GoawayChance),
 		TLSConfig: tlsConfig,
 		// net/http also bounds the TLS handshake by ReadHeaderTimeout.
 		ReadHeaderTimeout: g.cfg.ReadHeaderTimeout,
