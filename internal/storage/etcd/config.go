@@ -32,6 +32,9 @@ type Config struct {
 	KeyFile  string
 	// DialTimeout bounds connecting and New's first request (default 20 s).
 	DialTimeout time.Duration
+	// CallTimeout bounds each request to etcd (default DefaultCallTimeout;
+	// see fail for what a request that runs out of it returns).
+	CallTimeout time.Duration
 	// CompactInterval, when positive, runs the compactor (see the package
 	// doc); zero leaves compaction to etcd or to explicit Compact calls.
 	CompactInterval time.Duration
@@ -62,6 +65,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = DefaultDialTimeout
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = DefaultCallTimeout
 	}
 	if cfg.CompactInterval < 0 {
 		return cfg, fmt.Errorf("etcd: negative compaction interval %v", cfg.CompactInterval)

@@ -20,9 +20,11 @@ func (s *Store) Get(ctx context.Context, key string) (storage.KeyValue, error) {
 		return storage.KeyValue{}, err
 	}
 	defer s.release()
-	resp, err := s.client.Get(ctx, ek)
+	cctx, cancel := s.callContext(ctx)
+	defer cancel()
+	resp, err := s.client.Get(cctx, ek)
 	if err != nil {
-		return storage.KeyValue{}, wrap("etcd: get "+key, err)
+		return storage.KeyValue{}, s.fail(ctx, "etcd: get "+key, false, err)
 	}
 	if len(resp.Kvs) == 0 {
 		return storage.KeyValue{}, fmt.Errorf("etcd: get %s: %w", key, storage.ErrNotFound)
@@ -66,9 +68,11 @@ func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOption
 	if opts.Revision > 0 {
 		ops = append(ops, clientv3.WithRev(opts.Revision))
 	}
-	resp, err := s.client.Get(ctx, from, ops...)
+	cctx, cancel := s.callContext(ctx)
+	defer cancel()
+	resp, err := s.client.Get(cctx, from, ops...)
 	if err != nil {
-		return storage.ListResult{}, wrap(fmt.Sprintf("etcd: list %s at revision %d", prefix, opts.Revision), err)
+		return storage.ListResult{}, s.fail(ctx, fmt.Sprintf("etcd: list %s at revision %d", prefix, opts.Revision), false, err)
 	}
 	res := storage.ListResult{
 		KVs: make([]storage.KeyValue, 0, len(resp.Kvs)),
@@ -93,9 +97,11 @@ func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	defer s.release()
-	resp, err := s.client.Get(ctx, s.keys.prefix, clientv3.WithCountOnly())
+	cctx, cancel := s.callContext(ctx)
+	defer cancel()
+	resp, err := s.client.Get(cctx, s.keys.prefix, clientv3.WithCountOnly())
 	if err != nil {
-		return 0, wrap("etcd: current revision", err)
+		return 0, s.fail(ctx, "etcd: current revision", false, err)
 	}
 	return resp.Header.Revision, nil
 }

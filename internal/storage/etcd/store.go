@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -18,6 +19,8 @@ type Store struct {
 	client *clientv3.Client
 	keys   keyMap
 	log    *slog.Logger
+	// callTimeout bounds each request (deadline.go).
+	callTimeout time.Duration
 
 	// compacted is the newest compaction this Store knows of (its own
 	// Compact calls and CompactedRevision's searches); it only grows.
@@ -74,7 +77,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("etcd: connecting to %v: %w", cfg.Endpoints, err)
 	}
 	closing, stop := context.WithCancel(context.Background())
-	s := &Store{client: client, keys: keyMap{prefix: cfg.Prefix}, log: cfg.Logger, closing: closing, stop: stop}
+	s := &Store{client: client, keys: keyMap{prefix: cfg.Prefix}, log: cfg.Logger, callTimeout: cfg.CallTimeout, closing: closing, stop: stop}
 
 	pingCtx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
 	defer cancel()

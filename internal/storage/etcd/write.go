@@ -19,12 +19,14 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 		return 0, err
 	}
 	defer s.release()
-	resp, err := s.client.Txn(ctx).
+	cctx, cancel := s.callContext(ctx)
+	defer cancel()
+	resp, err := s.client.Txn(cctx).
 		If(clientv3.Compare(clientv3.CreateRevision(ek), "=", 0)).
 		Then(clientv3.OpPut(ek, string(value))).
 		Commit()
 	if err != nil {
-		return 0, wrap("etcd: create "+key, err)
+		return 0, s.fail(ctx, "etcd: create "+key, true, err)
 	}
 	if !resp.Succeeded {
 		return 0, fmt.Errorf("etcd: create %s: %w", key, storage.ErrKeyExists)
@@ -49,13 +51,15 @@ func (s *Store) Update(ctx context.Context, key string, expectedRevision int64, 
 		// would create the key; no existing key has revision <= 0 anyway.
 		return 0, s.preconditionError(ctx, "update", key, ek)
 	}
-	resp, err := s.client.Txn(ctx).
+	cctx, cancel := s.callContext(ctx)
+	defer cancel()
+	resp, err := s.client.Txn(cctx).
 		If(clientv3.Compare(clientv3.ModRevision(ek), "=", expectedRevision)).
 		Then(clientv3.OpPut(ek, string(value))).
 		Else(clientv3.OpGet(ek, clientv3.WithCountOnly())).
 		Commit()
 	if err != nil {
-		return 0, wrap("etcd: update "+key, err)
+		return 0, s.fail(ctx, "etcd: update "+key, true, err)
 	}
 	if !resp.Succeeded {
 		return 0, failedPrecondition("update", key, expectedRevision, resp)
@@ -78,7 +82,9 @@ func (s *Store) Delete(ctx context.Context, key string, expectedRevision int64) 
 		return storage.KeyValue{}, 0, s.preconditionError(ctx, "delete", key, ek)
 	}
 	del := clientv3.OpDelete(ek, clientv3.WithPrevKV())
-	txn := s.client.Txn(ctx)
+	cctx, cancel := s.callContext(ctx)
+	defer cancel()
+	txn := s.client.Txn(cctx)
 	if expectedRevision > 0 {
 		txn = txn.If(clientv3.Compare(clientv3.ModRevision(ek), "=", expectedRevision)).
 			Then(del).
@@ -88,7 +94,7 @@ func (s *Store) Delete(ctx context.Context, key string, expectedRevision int64) 
 	}
 	resp, err := txn.Commit()
 	if err != nil {
-		return storage.KeyValue{}, 0, wrap("etcd: delete "+key, err)
+		return storage.KeyValue{}, 0, s.fail(ctx, "etcd: delete "+key, true, err)
 	}
 	if !resp.Succeeded {
 		return storage.KeyValue{}, 0, failedPrecondition("delete", key, expectedRevision, resp)
@@ -113,9 +119,11 @@ func failedPrecondition(op, key string, expected int64, resp *clientv3.TxnRespon
 // preconditionError answers a precondition no key can meet, telling a missing
 // key from an existing one as the transactions do.
 func (s *Store) preconditionError(ctx context.Context, op, key, ek string) error {
-	resp, err := s.client.Get(ctx, ek, clientv3.WithCountOnly())
+	cctx, cancel := s.callContext(ctx)
+	defer cancel()
+	resp, err := s.client.Get(cctx, ek, clientv3.WithCountOnly())
 	if err != nil {
-		return wrap("etcd: "+op+" "+key, err)
+		return s.fail(ctx, "etcd: "+op+" "+key, false, err)
 	}
 	if resp.Count == 0 {
 		return fmt.Errorf("etcd: %s %s: %w", op, key, storage.ErrNotFound)
