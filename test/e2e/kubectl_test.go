@@ -143,10 +143,10 @@ func testGet(t *testing.T, k *kubectlRunner) {
 		t.Errorf("get -A: rows %q, want kube-node-lease node-1 node-1", rows)
 	}
 
-	// Leases have no wide-only columns.
+	// -o wide adds our priority-1 RENEW TIME and EXPIRES IN (negative once expired).
 	rows = tableRows(k.run("get", "lease", "-n", nodeLeaseNS, "-o", "wide"))
-	if !slices.Equal(rows[0], []string{"NAME", "HOLDER", "AGE"}) || rowWith(rows, "node-1") == nil {
-		t.Errorf("get -o wide: rows %q", rows)
+	if r := rowWith(rows, "node-1"); !slices.Equal(rows[0], []string{"NAME", "HOLDER", "AGE", "RENEW", "TIME", "EXPIRES", "IN"}) || len(r) != 5 || r[3] != renewTime || !regexp.MustCompile(`^-[0-9]+[smhdy]([0-9]+[smhd])?$`).MatchString(r[4]) {
+		t.Errorf("get -o wide: rows %q, want RENEW TIME %s and a negative EXPIRES IN", rows, renewTime)
 	}
 
 	// The server publishes its own identity lease in kube-system, as

@@ -1,5 +1,5 @@
 // Package lease describes coordination.k8s.io/v1 Leases: validation with
-// Kubernetes' handwritten messages, the kubectl columns NAME/HOLDER/AGE, and
+// Kubernetes' handwritten messages, the kubectl columns (NAME/HOLDER/AGE, and RENEW TIME/EXPIRES IN with -o wide), and
 // the create-on-update behaviour kubelets rely on.
 package lease
 
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -38,19 +37,8 @@ func Resource(now func() time.Time) *registry.Resource {
 		// Renewals are most of all writes, and every field of a Lease is
 		// omitempty (see registry.Resource.HandOffUpdates).
 		HandOffUpdates: true,
-		TableColumns: []metav1.TableColumnDefinition{
-			registry.NameColumn,
-			{Name: "Holder", Type: "string", Description: coordinationv1.LeaseSpec{}.SwaggerDoc()["holderIdentity"]},
-			registry.AgeColumn,
-		},
-		TableRow: func(obj runtime.Object) []interface{} {
-			l := obj.(*coordinationv1.Lease)
-			holder := ""
-			if l.Spec.HolderIdentity != nil {
-				holder = *l.Spec.HolderIdentity
-			}
-			return []interface{}{l.Name, holder, registry.Age(l.CreationTimestamp, now())}
-		},
+		TableColumns:   columns,
+		TableRow:       tableRow(now),
 	}
 }
 
