@@ -48,7 +48,6 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, res *registry.Res
 	if err != nil {
 		return err
 	}
-	logPatch(r, pt, body)
 	force := isTrue(r.URL.Query().Get("force"))
 	if pt != types.ApplyYAMLPatchType && r.URL.Query().Has("force") {
 		return apierrors.NewBadRequest("force is only allowed for apply patches")

@@ -1,0 +1,166 @@
+package dashboard
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
+)
+
+const (
+	// flapWindow and flapThreshold: a node whose Ready status changed
+	// flapThreshold times within flapWindow is flapping.
+	flapWindow    = 10 * time.Minute
+	flapThreshold = 3
+	// lateWindow is how long a late renewal stays on the attention list.
+	lateWindow = 10 * time.Minute
+	// SkewThreshold is how far a renewTime may be from the moment the
+	// dashboard saw the renewal before the holder's clock looks skewed.
+	// It is larger than a watch event's delivery time on a loaded server.
+	SkewThreshold = 5 * time.Second
+)
+
+// Fleet is the dashboard's model of the cluster, fed by informer callbacks
+// and read by the ticker. All methods are safe for concurrent use.
+type Fleet struct {
+	clock clock.PassiveClock
+
+	mu     sync.Mutex
+	leases map[leaseKey]*leaseRecord
+	nodes  map[string]*nodeRecord
+	// leaders holds the history of every lease outside kube-node-lease,
+	// including leases known only from LeaderElection events.
+	leaders map[leaseKey]*leaderHistory
+	// nodesKnown is set once the Node list has been read, so that a lease
+	// whose owner Node is missing can be called orphaned.
+	nodesKnown bool
+	// sorted is every lease ordered by namespace then name, and nodeLeases
+	// its kube-node-lease part (the heat map's cell order); both are
+	// rebuilt by the next reader after leases come or go.
+	sorted, nodeLeases []*leaseRecord
+	dirty              bool
+}
+
+// NewFleet returns an empty Fleet reading time from clk.
+func NewFleet(clk clock.PassiveClock) *Fleet {
+	return &Fleet{
+		clock:   clk,
+		leases:  map[leaseKey]*leaseRecord{},
+		nodes:   map[string]*nodeRecord{},
+		leaders: map[leaseKey]*leaderHistory{},
+	}
+}
+
+// SetLease records a lease as added or updated.
+func (f *Fleet) SetLease(l *coordinationv1.Lease) {
+	r := newLeaseRecord(l)
+	now := f.clock.Now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	old := f.leases[r.key]
+	if old == nil {
+		f.dirty = true
+	} else {
+		r.lateAt, r.lateGap, r.skew = old.lateAt, old.lateGap, old.skew
+		observeRenewal(old, r, now)
+	}
+	f.leases[r.key] = r
+	if r.key.ns != NodeLeaseNamespace {
+		f.leader(r.key).observe(old, r, now)
+	}
+}
+
+// observeRenewal notes a late arrival and the clock skew when r renews
+// what old held.
+func observeRenewal(old, r *leaseRecord, now time.Time) {
+	if r.renew.IsZero() || !r.renew.After(old.renew) {
+		return
+	}
+	r.skew = r.renew.Sub(now)
+	if old.renew.IsZero() || old.holder != r.holder || r.duration <= 0 {
+		return
+	}
+	// Renewers renew every quarter of the duration (kubelet), or more
+	// often (client-go's retry period); 1.5 intervals means one was missed.
+	if gap := r.renew.Sub(old.renew); gap > r.duration*3/8 {
+		r.lateAt, r.lateGap = now, gap
+	}
+}
+
+// DeleteLease forgets a lease (its leader history stays).
+func (f *Fleet) DeleteLease(ns, name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.leases[leaseKey{ns, name}]; ok {
+		delete(f.leases, leaseKey{ns, name})
+		f.dirty = true
+	}
+}
+
+// SetNode records a node as added or updated.
+func (f *Fleet) SetNode(n *corev1.Node) {
+	r := newNodeRecord(n)
+	now := f.clock.Now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if old := f.nodes[n.Name]; old != nil {
+		r.flips = old.flips
+		if old.ready != r.ready && old.ready != "" && r.ready != "" {
+			r.flips = append(r.flips, now)
+		}
+		for len(r.flips) > 0 && now.Sub(r.flips[0]) > flapWindow {
+			r.flips = r.flips[1:]
+		}
+	}
+	f.nodes[n.Name] = r
+}
+
+// DeleteNode forgets a node.
+func (f *Fleet) DeleteNode(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.nodes, name)
+}
+
+// NodesKnown says the Node list has been read (or, with false, that it
+// cannot be), which decides whether missing owners mean orphaned leases.
+func (f *Fleet) NodesKnown(known bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nodesKnown = known
+}
+
+// order rebuilds the sorted views if leases came or went. f.mu is held.
+func (f *Fleet) order() {
+	if !f.dirty {
+		return
+	}
+	f.sorted = f.sorted[:0]
+	for _, r := range f.leases {
+		f.sorted = append(f.sorted, r)
+	}
+	slices.SortFunc(f.sorted, func(a, b *leaseRecord) int {
+		return cmp.Or(cmp.Compare(a.key.ns, b.key.ns), cmp.Compare(a.key.name, b.key.name))
+	})
+	lo, _ := slices.BinarySearchFunc(f.sorted, NodeLeaseNamespace, func(r *leaseRecord, ns string) int { return cmp.Compare(r.key.ns, ns) })
+	hi := lo
+	for hi < len(f.sorted) && f.sorted[hi].key.ns == NodeLeaseNamespace {
+		hi++
+	}
+	f.nodeLeases = f.sorted[lo:hi:hi]
+	f.dirty = false
+}
+
+// orphaned says whether r's owner is a Node that is known not to exist.
+// f.mu is held.
+func (f *Fleet) orphaned(r *leaseRecord) bool {
+	if r.owner == nil || r.owner.kind != "Node" || !f.nodesKnown {
+		return false
+	}
+	_, ok := f.nodes[r.owner.name]
+	return !ok
+}

@@ -1,0 +1,153 @@
+package dashboard
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// The resources the dashboard reads, as named on the page.
+const (
+	resLeases = "leases"
+	resNodes  = "nodes"
+	resEvents = "events"
+)
+
+// sources are the informers feeding a Fleet, and what each could read.
+type sources struct {
+	informers map[string]cache.SharedIndexInformer
+	fleet     *Fleet
+	// stop waits for the informers' goroutines after their context ended.
+	stop func()
+
+	mu     sync.Mutex
+	errors map[string]error // the latest list/watch error per resource
+}
+
+// startSources starts informers on leases and nodes (all namespaces) and
+// on LeaderElection events; they stop when ctx ends. Objects are shrunk to
+// what the Fleet reads before the informer caches them.
+func startSources(ctx context.Context, cs kubernetes.Interface, fleet *Fleet) (*sources, error) {
+	s := &sources{fleet: fleet, errors: map[string]error{}}
+	all := informers.NewSharedInformerFactory(cs, 0)
+	events := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("reason", leaderEvent).String()
+	}))
+	s.informers = map[string]cache.SharedIndexInformer{
+		resLeases: all.Coordination().V1().Leases().Informer(),
+		resNodes:  all.Core().V1().Nodes().Informer(),
+		resEvents: events.Core().V1().Events().Informer(),
+	}
+	handlers := map[string]cache.ResourceEventHandlerFuncs{
+		resLeases: {
+			AddFunc:    func(o any) { fleet.SetLease(o.(*coordinationv1.Lease)) },
+			UpdateFunc: func(_, o any) { fleet.SetLease(o.(*coordinationv1.Lease)) },
+			DeleteFunc: func(o any) {
+				if m, ok := meta(o); ok {
+					fleet.DeleteLease(m.GetNamespace(), m.GetName())
+				}
+			},
+		},
+		resNodes: {
+			AddFunc:    func(o any) { fleet.SetNode(o.(*corev1.Node)) },
+			UpdateFunc: func(_, o any) { fleet.SetNode(o.(*corev1.Node)) },
+			DeleteFunc: func(o any) {
+				if m, ok := meta(o); ok {
+					fleet.DeleteNode(m.GetName())
+				}
+			},
+		},
+		resEvents: {
+			AddFunc:    func(o any) { fleet.SetEvent(o.(*corev1.Event)) },
+			UpdateFunc: func(_, o any) { fleet.SetEvent(o.(*corev1.Event)) },
+		},
+	}
+	for name, inf := range s.informers {
+		if err := inf.SetTransform(shrink); err != nil {
+			return nil, fmt.Errorf("%s informer transform: %w", name, err)
+		}
+		if err := inf.SetWatchErrorHandlerWithContext(s.recordError(name)); err != nil {
+			return nil, fmt.Errorf("%s informer error handler: %w", name, err)
+		}
+		if _, err := inf.AddEventHandler(handlers[name]); err != nil {
+			return nil, fmt.Errorf("%s informer handler: %w", name, err)
+		}
+	}
+	all.Start(ctx.Done())
+	events.Start(ctx.Done())
+	s.stop = func() { all.Shutdown(); events.Shutdown() }
+	return s, nil
+}
+
+// recordError keeps a resource's latest list/watch error for the page; it
+// replaces client-go's default handler, which logs every retry.
+func (s *sources) recordError(name string) func(context.Context, *cache.Reflector, error) {
+	return func(_ context.Context, _ *cache.Reflector, err error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.errors[name] = err
+	}
+}
+
+// access reports, per resource, "ok" once listed, "forbidden: ..." when the
+// user may not list or watch it, another error's text, or "syncing"; and
+// tells the Fleet whether Nodes are known.
+func (s *sources) access() map[string]string {
+	out := map[string]string{}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, inf := range s.informers {
+		err := s.errors[name]
+		switch {
+		case inf.HasSynced():
+			out[name] = "ok"
+		case apierrors.IsForbidden(err):
+			out[name] = "forbidden: " + err.Error()
+		case err != nil:
+			out[name] = "error: " + err.Error()
+		default:
+			out[name] = "syncing"
+		}
+	}
+	s.fleet.NodesKnown(s.informers[resNodes].HasSynced())
+	return out
+}
+
+// meta returns the object metadata of a deleted object, which may come
+// wrapped as cache.DeletedFinalStateUnknown.
+func meta(o any) (metav1.Object, bool) {
+	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		o = d.Obj
+	}
+	m, ok := o.(metav1.Object)
+	return m, ok
+}
+
+// shrink drops what the Fleet never reads before the informer caches an
+// object: managed fields and annotations everywhere, and a Node's status
+// but for its Ready condition (a real Node carries kilobytes of images).
+func shrink(o any) (any, error) {
+	if m, ok := o.(metav1.Object); ok {
+		m.SetManagedFields(nil)
+		m.SetAnnotations(nil)
+	}
+	if n, ok := o.(*corev1.Node); ok {
+		var ready []corev1.NodeCondition
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				ready = append(ready, corev1.NodeCondition{Type: c.Type, Status: c.Status})
+			}
+		}
+		n.Status = corev1.NodeStatus{Conditions: ready}
+	}
+	return o, nil
+}
