@@ -203,7 +203,7 @@ leases. For example:
 			applyGCDefaults(slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)), benchGCPercent)
 		},
 	}
-	cmd.AddCommand(newBenchMaxCmd(), newBenchRateCmd(), newBenchFleetCmd())
+	cmd.AddCommand(newBenchMaxCmd(), newBenchRateCmd(), newBenchFleetCmd(), newBenchEtcdCASCmd())
 	return cmd
 }
 

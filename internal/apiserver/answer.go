@@ -145,8 +145,11 @@ func writeRetryAfter(w http.ResponseWriter, st *metav1.Status) {
 }
 
 // writeObject encodes obj with the negotiated serializer. obj must already
-// be in the negotiated representation (object, Table, metadata).
+// be in the negotiated representation (object, Table, metadata). Every
+// response object passes here, so here the audit event logs it (as the
+// client receives it, as kube-apiserver logs it).
 func (s *Server) writeObject(w http.ResponseWriter, code int, n negotiated, obj runtime.Object) {
+	auditOf(w).LogResponseObject(obj)
 	s.out.Object(w, code, n.info, s.jsonInfo, n.pretty, obj)
 }
 

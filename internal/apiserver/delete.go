@@ -31,6 +31,7 @@ func (s *Server) parseDeleteOptions(r *http.Request) (metav1.DeleteOptions, erro
 		if _, _, err := si.Serializer.Decode(body, nil, &o); err != nil {
 			return o, apierrors.NewBadRequest(fmt.Sprintf("decoding DeleteOptions: %v", err))
 		}
+		logDeleteOptions(r, &o)
 	}
 	q := r.URL.Query()
 	if v := q.Get("propagationPolicy"); v != "" {

@@ -26,7 +26,10 @@ func (s *Server) LoopbackConfig(user request.User) *rest.Config {
 		Host:      "http://leasehold.loopback",
 		Transport: loopback{s: s, user: user},
 		QPS:       -1,
-		UserAgent: "leasehold-loopback",
+		// The field manager is the part before the slash (leasehold-loopback);
+		// the rest names the identity in the audit trail's userAgent, as
+		// kube-controller-manager's clients end theirs with the controller.
+		UserAgent: "leasehold-loopback/" + user.Name,
 	}
 }
 
@@ -50,6 +53,9 @@ type loopback struct {
 // RoundTrip implements http.RoundTripper.
 func (l loopback) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.WithContext(context.WithValue(req.Context(), loopbackKey{}, &l.user))
+	// In-process requests come from this host, as kube-apiserver's loopback
+	// connections do: the audit trail's sourceIPs says 127.0.0.1.
+	req.RemoteAddr = "127.0.0.1:0"
 	rec := httptest.NewRecorder()
 	l.s.ServeHTTP(rec, req)
 	resp := rec.Result()

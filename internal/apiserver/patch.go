@@ -48,7 +48,8 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, res *registry.Res
 	if err != nil {
 		return err
 	}
-	force := isTrue(r.URL.Query().Get("force"))
+	logPatch(r, pt, body)
+	force := queryBool(r.URL.Query(), "force")
 	if pt != types.ApplyYAMLPatchType && r.URL.Query().Has("force") {
 		return apierrors.NewBadRequest("force is only allowed for apply patches")
 	}

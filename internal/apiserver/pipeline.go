@@ -6,8 +6,8 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/leasehold/leasehold/internal/audit"
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/request"
 )
@@ -18,12 +18,15 @@ import (
 //
 //  1. request info (requestinfo.go): what the URL and method ask for;
 //  2. authenticate (authenticate.go): who asks, or 401;
-//  3. limit (limits.go): in-flight and per-user limits, or 429;
-//  4. authorize (authorize.go): may they, or 403;
-//  5. serve (serveResource, below): the verb on the resource, which admits writes
+//  3. audit (audit.go): the policy's level for the request, and its
+//     RequestReceived event (the request's audit ID was set on arrival);
+//  4. limit (limits.go): in-flight and per-user limits, or 429;
+//  5. authorize (authorize.go): may they, or 403;
+//  6. serve (serveResource, below): the verb on the resource, which admits writes
 //     (write.go) before storing them, or the non-resource handler;
-//  6. finish (below): the response code goes into the record, a panic
-//     becomes a 500, and Config.Finish receives the finished record.
+//  7. finish (below): the response code goes into the record, a panic
+//     becomes a 500, the audit event ends (ResponseComplete, or Panic), and
+//     Config.Finish receives the finished record.
 //
 // The record is in the request's context from stage 2 on
 // (request.RecordFrom), for the verbs, admission and review handlers.
@@ -39,13 +42,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}{rec: request.Record{Received: time.Now()}}
 	rec, sw := &st.rec, &st.sw
 	sw.ResponseWriter, sw.rec = w, rec
+	assignAuditID(w, r, rec)
 	info, isResource := readRequestInfo(r, &rec.Attributes)
 	r = r.WithContext(request.WithRecord(r.Context(), rec))
 	defer s.finish(sw, r, rec)
 
 	if !s.authenticate(sw, r, rec) {
+		s.beginAudit(sw, r, rec, false)
 		return
 	}
+	r = s.beginAudit(sw, r, rec, true)
 	release, ok := s.limit(sw, r, rec)
 	if !ok {
 		return
@@ -62,18 +68,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // finish ends every request: a panic in a handler becomes a 500 Status
-// (unless the response had begun), and the finished record goes to the
-// end-of-request hook (metrics today, audit later).
+// (unless the response had begun), the audit event ends, and the finished
+// record goes to the end-of-request hook (metrics).
 func (s *Server) finish(w *statusRecorder, r *http.Request, rec *request.Record) {
 	if p := recover(); p != nil {
 		if p == http.ErrAbortHandler {
+			w.audit.Panic(rec, p)
 			panic(p)
 		}
 		s.logger.Error("panic serving request", "path", r.URL.Path, "panic", p)
 		if rec.Code == 0 {
 			s.writeError(w, r, fmt.Errorf("panic: %v", p))
 		}
+		w.audit.Panic(rec, p)
 	}
+	w.audit.End(rec)
 	s.cfg.Finish(rec)
 }
 
@@ -85,16 +94,20 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request) {
 	s.cfg.NonResource.ServeHTTP(w, r)
 }
 
-// statusRecorder puts the response code into the record.
+// statusRecorder puts the response code into the record and, for an
+// audited request, tells the audit event when a watch's response starts
+// (writeObject logs the response objects through it, auditOf).
 type statusRecorder struct {
 	http.ResponseWriter
-	rec *request.Record
+	rec   *request.Record
+	audit *audit.Request // nil: not audited
 }
 
 func (w *statusRecorder) WriteHeader(code int) {
 	if w.rec.Code == 0 {
 		w.rec.Code = code
 	}
+	w.audit.ResponseStarted(code)
 	w.ResponseWriter.WriteHeader(code)
 }
 
@@ -124,7 +137,7 @@ func (w *statusRecorder) Flush() {
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, rec *request.Record, info requestInfo) {
 	res, ok := s.cfg.Resources.Lookup(info.group, info.version, info.resource)
 	if !ok {
-		s.writeError(w, r, apierrors.NewNotFound(schema.GroupResource{Group: info.group, Resource: info.resource}, ""))
+		s.writeError(w, r, resourceNotServed())
 		return
 	}
 	err := checkScope(res, info)

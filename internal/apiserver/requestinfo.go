@@ -115,7 +115,7 @@ func parseRequestInfo(r *http.Request) (requestInfo, bool) {
 		switch {
 		case info.name != "":
 			info.verb = "get"
-		case watchPath || isTrue(r.URL.Query().Get("watch")):
+		case watchPath || (r.URL.RawQuery != "" && queryBool(r.URL.Query(), "watch")):
 			info.verb = "watch"
 		default:
 			info.verb = "list"
@@ -164,5 +164,3 @@ func splitPath(p string, buf *[maxPathParts]string) (parts []string, ok bool) {
 	}
 	return nil, false
 }
-
-func isTrue(s string) bool { return s == "true" || s == "1" }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/admission"
 	"github.com/leasehold/leasehold/internal/apiserver/respond"
+	"github.com/leasehold/leasehold/internal/audit"
 	"github.com/leasehold/leasehold/internal/authn"
 	"github.com/leasehold/leasehold/internal/authz"
 	"github.com/leasehold/leasehold/internal/intern"
@@ -51,6 +52,9 @@ type Config struct {
 	Admission admission.Interface
 	// Limits bound concurrent requests and watches (zero: unlimited).
 	Limits Limits
+	// Auditor writes the audit trail (internal/audit); nil audits nothing.
+	// Every request gets an audit ID (sent back as Audit-ID) either way.
+	Auditor *audit.Auditor
 	// Finish receives every request's finished record once its response
 	// is written (for a watch, once the stream ends): the end-of-request
 	// seam. Nil records the request metrics (ObserveMetrics); a caller that

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/leasehold/leasehold/internal/admission"
+	"github.com/leasehold/leasehold/internal/audit"
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/request"
 )
@@ -52,6 +53,9 @@ func (s *Server) readWriteRequest(r *http.Request, res *registry.Resource) (writ
 	}
 	wr.obj, wr.warnings, err = s.decodeObject(res, si, body, wr.opts.fieldValidation)
 	s.bodies.put(buf, body)
+	if err == nil {
+		audit.RequestFrom(r.Context()).LogRequestObject(wr.obj)
+	}
 	return wr, err
 }
 

@@ -29,7 +29,7 @@ func TestDefaultPolicy(t *testing.T) {
 	}{
 		{"node lease renewal (update)", lease(node, "update", "kube-node-lease"), auditv1.LevelNone},
 		{"node lease renewal (patch)", lease(node, "patch", "kube-node-lease"), auditv1.LevelNone},
-		{"node gets its lease", lease(node, "get", "kube-node-lease"), auditv1.LevelNone},
+		{"node gets its lease (rare: the 404s after a deletion)", lease(node, "get", "kube-node-lease"), auditv1.LevelMetadata},
 		{"node watches leases", lease(node, "watch", "kube-node-lease"), auditv1.LevelNone},
 		{"node creates its lease", lease(node, "create", "kube-node-lease"), auditv1.LevelMetadata},
 		{"node deletes its lease", lease(node, "delete", "kube-node-lease"), auditv1.LevelRequestResponse},

@@ -95,44 +95,55 @@ func New(resources *registry.Set, info version.Info, opts ...Option) *Discovery 
 
 // Register mounts the discovery paths on mux with Go 1.22 patterns that do
 // not overlap the resource paths (/api/v1/..., /apis/<group>/<version>/...).
+// Each path is served with and without a trailing slash, as kube-apiserver
+// does (the OpenAPI documents list /api/v1/ and /apis/<group>/<version>/,
+// so generated clients call those). Register also takes mux's fallback
+// "/": a path nothing else on mux serves gets kube-apiserver's 404 Status
+// (and a discovery path asked with another method its 405 Status), not the
+// mux's plain-text 404.
 func (d *Discovery) Register(mux *http.ServeMux) {
 	for _, p := range []string{
-		"GET /api", "GET /api/{$}", "GET /api/{version}",
-		"GET /apis", "GET /apis/{$}", "GET /apis/{group}", "GET /apis/{group}/{version}",
-		"GET /version",
+		"GET /api", "GET /api/{$}", "GET /api/{version}", "GET /api/{version}/{$}",
+		"GET /apis", "GET /apis/{$}", "GET /apis/{group}", "GET /apis/{group}/{$}",
+		"GET /apis/{group}/{version}", "GET /apis/{group}/{version}/{$}",
+		"GET /version", "GET /version/{$}",
+		"/",
 	} {
 		mux.Handle(p, d)
 	}
 }
 
-// ServeHTTP serves one discovery document.
+// ServeHTTP serves one discovery document; any other path is a 404 Status.
 func (d *Discovery) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		d.writeStatus(w, statusMethodNotAllowed(r.Method))
-		return
-	}
 	path := r.URL.Path
 	if len(path) > 1 {
 		path = strings.TrimSuffix(path, "/")
 	}
 	segments := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	var serve func()
 	switch {
 	case path == "/version":
-		d.serveVersion(w)
+		serve = func() { d.serveVersion(w) }
 	case segments[0] == "api" && len(segments) == 1:
-		d.serveAPI(w, r)
+		serve = func() { d.serveAPI(w, r) }
 	case segments[0] == "api" && len(segments) == 2:
-		d.serveResourceList(w, r, schema.GroupVersion{Version: segments[1]})
+		serve = func() { d.serveResourceList(w, r, schema.GroupVersion{Version: segments[1]}) }
 	case segments[0] == "apis" && len(segments) == 1:
-		d.serveAPIs(w, r)
+		serve = func() { d.serveAPIs(w, r) }
 	case segments[0] == "apis" && len(segments) == 2 && segments[1] != "":
-		d.serveGroup(w, r, segments[1])
+		serve = func() { d.serveGroup(w, r, segments[1]) }
 	case segments[0] == "apis" && len(segments) == 3 && segments[1] != "":
-		d.serveResourceList(w, r, schema.GroupVersion{Group: segments[1], Version: segments[2]})
+		serve = func() { d.serveResourceList(w, r, schema.GroupVersion{Group: segments[1], Version: segments[2]}) }
 	default:
 		d.writeStatus(w, statusNotFound())
+		return
 	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		d.writeStatus(w, statusMethodNotAllowed(r.Method))
+		return
+	}
+	serve()
 }
 
 // serveVersion writes version.Info as indented JSON, as kube-apiserver does

@@ -71,6 +71,8 @@ type Config struct {
 	// Connections bounds client connections: their number (derived from
 	// RLIMIT_NOFILE), idle and header timeouts, HTTP/2 streams and resets.
 	Connections connguard.Config
+	// Audit is the --audit-* flags (audit.go); no log path, no auditing.
+	Audit AuditConfig
 	// Ready, if set, receives the listening address and kubeconfig path once serving.
 	Ready func(addr, kubeconfig string)
 }

@@ -112,6 +112,19 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("authentication: %w", err)
 	}
+	auditor, auditLog, err := newAuditor(cfg.Audit, scheme, reg, log.With("component", "audit"))
+	if err != nil {
+		return err
+	}
+	if auditLog != nil {
+		// Closed last: after the HTTP server drained and the backend's
+		// Run (below, with the background work) wrote what it buffered.
+		defer func() {
+			if err := auditLog.Close(); err != nil {
+				log.Error("closing audit log", "err", err)
+			}
+		}()
+	}
 	stopWatches := make(chan struct{})
 	api, err := apiserver.New(apiserver.Config{
 		Resources:     resources,
@@ -123,6 +136,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Authenticator: authenticator,
 		Authorizer:    authorizer.Authorizer,
 		Admission:     authorizer.admission,
+		Auditor:       auditor,
 		Limits:        cfg.Limits,
 		NonResource:   mux,
 		Metrics:       apiMetrics,
@@ -142,6 +156,13 @@ func Run(ctx context.Context, cfg Config) error {
 		stopBG()
 		bg.Wait()
 	}()
+	if auditLog != nil {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			auditLog.Run(bgCtx)
+		}()
+	}
 	bg.Add(1)
 	go func() {
 		defer bg.Done()

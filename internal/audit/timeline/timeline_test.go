@@ -237,7 +237,7 @@ func textTimeline(t *testing.T, path string, obj Object) []byte {
 
 func TestIncidentUnderDefaultPolicy(t *testing.T) {
 	path := writeIncident(t, t.TempDir(), audit.DefaultPolicyYAML())
-	// Renewals and the node's reads of its lease are left out.
+	// Renewals are left out; the node's 404 gets of its deleted lease stay.
 	golden(t, "incident-default-policy.txt", textTimeline(t, path, Object{Resource: "nodes", Name: node}))
 }
 

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# etcd-ratio.sh: SPEC §9's etcd target (issue 24 item 5), reproducibly:
+# renewals through one `leasehold serve` replica on a 3-member etcd as a
+# fraction of the raw compare-and-put transactions the same etcd does with
+# the same concurrency.
+#
+# Starts 3 etcd members (Debian's etcd-server: apt-get install -y
+# etcd-server) on 127.0.0.1 with free ports and data under $OUT, one
+# replica on them, and then ROUNDS times, alternately, `bench etcd-cas`
+# (raw) and `bench max` (through the replica), each for DURATION with
+# CLIENTS clients over 1000 leases. The machine is shared and noisy, so the
+# two run side by side, round after round, and the script prints every
+# pair's ratio and their range. Results, logs and a CPU profile of the
+# replica (taken during the last max run) are left in $OUT.
+#
+#   scripts/etcd-ratio.sh BINARY OUT [DURATION] [ROUNDS]
+#
+# Environment: CLIENTS (default 64), CONNS (bench max connections, default
+# 4), SERVER_ENV (extra environment for the replica), SERVER_FLAGS (extra
+# serve flags), PROFILE=0 to skip the profile.
+set -euo pipefail
+bin=$(realpath "$1") out=$2 duration=${3:-20s} rounds=${4:-3}
+clients=${CLIENTS:-64}
+rm -rf "$out"
+mkdir -p "$out"
+out=$(realpath "$out")
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+cluster="" clients_urls=()
+declare -A peer client
+for m in 1 2 3; do
+	peer[$m]=http://127.0.0.1:$(free_port)
+	client[$m]=http://127.0.0.1:$(free_port)
+	cluster+="${cluster:+,}m$m=${peer[$m]}"
+	clients_urls+=("${client[$m]}")
+done
+for m in 1 2 3; do
+	etcd --name "m$m" --data-dir "$out/etcd-m$m" \
+		--listen-peer-urls "${peer[$m]}" --initial-advertise-peer-urls "${peer[$m]}" \
+		--listen-client-urls "${client[$m]}" --advertise-client-urls "${client[$m]}" \
+		--initial-cluster "$cluster" --initial-cluster-state new --initial-cluster-token leasehold-ratio \
+		>"$out/etcd-m$m.log" 2>&1 &
+	pids+=($!)
+done
+endpoints=$(IFS=,; echo "${clients_urls[*]}")
+for url in "${clients_urls[@]}"; do
+	for _ in $(seq 1 100); do
+		curl -sf "$url/health" | grep -q '"health":"true"' && break
+		sleep 0.2
+	done
+	curl -sf "$url/health" | grep -q '"health":"true"' || { echo "etcd at $url is not healthy; see $out/etcd-m*.log" >&2; exit 1; }
+done
+
+# shellcheck disable=SC2086 # SERVER_ENV and SERVER_FLAGS are lists of words
+env ${SERVER_ENV:-} "$bin" serve --data-dir "$out/replica" --secure-port 0 --etcd-servers "$endpoints" ${SERVER_FLAGS:-} \
+	>"$out/server.out" 2>"$out/server.log" &
+server=$!
+pids+=("$server")
+for _ in $(seq 1 150); do
+	grep -q '"msg":"serving"' "$out/server.log" 2>/dev/null && break
+	sleep 0.2
+done
+grep -q '"msg":"serving"' "$out/server.log" || { echo "server did not start; see $out/server.log" >&2; exit 1; }
+kc=$out/replica/admin.kubeconfig
+
+ratios=()
+for r in $(seq 1 "$rounds"); do
+	"$bin" bench etcd-cas --etcd-servers "$endpoints" --clients "$clients" --namespace "round$r" \
+		--duration "$duration" --output json >"$out/raw-$r.json" 2>"$out/raw-$r.log"
+	prof=()
+	if [ "$r" = "$rounds" ] && [ "${PROFILE:-1}" = 1 ]; then
+		# A profile of the middle of the last max run.
+		secs=$(( ${duration%s} / 2 ))
+		(sleep 3; kubectl --kubeconfig "$kc" get --raw "/debug/pprof/profile?seconds=$secs" >"$out/server.pprof" 2>/dev/null || true) &
+		prof=($!)
+	fi
+	"$bin" bench max --kubeconfig "$kc" --clients "$clients" --connections "${CONNS:-4}" --client lean \
+		--duration "$duration" --server-pid "$server" --output json >"$out/max-$r.json" 2>"$out/max-$r.log"
+	[ ${#prof[@]} = 0 ] || wait "${prof[@]}"
+	raw=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["throughput"])' "$out/raw-$r.json")
+	read -r max cpu < <(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["throughput"], d["server"]["cpuMsPer1000Ops"])' "$out/max-$r.json")
+	ratio=$(python3 -c "print(f'{$max/$raw:.3f}')")
+	ratios+=("$ratio")
+	printf 'round %d: raw %.0f/s  max %.0f/s  ratio %s  replica %.0f CPU-ms/1000\n' "$r" "$raw" "$max" "$ratio" "$cpu" | tee -a "$out/summary.txt"
+done
+printf 'ratio range: %s\n' "$(printf '%s\n' "${ratios[@]}" | sort -n | sed -n '1p;$p' | paste -sd- -)" | tee -a "$out/summary.txt"
