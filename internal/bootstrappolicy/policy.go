@@ -79,6 +79,7 @@ func ClusterRoles() []rbacv1.ClusterRole {
 			Rules: []rbacv1.PolicyRule{
 				rule(write, groups(legacyGroup), "pods"),
 				rule(write, groups(legacyGroup), "events"),
+				rule(write, groups(legacyGroup), "configmaps"),
 				rule(readWrite, groups(coordinationGroup), "leases"),
 				rule(readWrite, groups(coordinationGroup), "leasecandidates"),
 			},
@@ -88,6 +89,7 @@ func ClusterRoles() []rbacv1.ClusterRole {
 			Rules: []rbacv1.PolicyRule{
 				rule(read, groups(legacyGroup), "pods"),
 				rule(read, groups(legacyGroup), "events", "namespaces/status", "pods/status"),
+				rule(read, groups(legacyGroup), "configmaps"),
 				// Reading namespaces at namespace scope reads that namespace.
 				rule(read, groups(legacyGroup), "namespaces"),
 				rule(read, groups(coordinationGroup), "leases", "leasecandidates"),

@@ -11,6 +11,7 @@ import (
 	"github.com/leasehold/leasehold/internal/authz/chain"
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/registry/authorization"
+	"github.com/leasehold/leasehold/internal/registry/configmap"
 	"github.com/leasehold/leasehold/internal/registry/event"
 	"github.com/leasehold/leasehold/internal/registry/lease"
 	"github.com/leasehold/leasehold/internal/registry/leasecandidate"
@@ -31,6 +32,7 @@ func Resources(now func() time.Time) *registry.Set {
 		event.Resource(now),
 		leasecandidate.Resource(now),
 		pod.Resource(now),
+		configmap.Resource(now),
 	}
 	return registry.NewSet(append(core, securityResources(now)...)...)
 }
