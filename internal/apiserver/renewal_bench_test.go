@@ -132,8 +132,9 @@ func BenchmarkLeaseRenewal(b *testing.B) {
 	b.Run("owned", func(b *testing.B) { benchLeaseRenewal(b, 20000, true) })
 }
 
-func benchLeaseRenewal(b *testing.B, leases int, owned bool) {
-	api, scheme := handlerUnderBench(b)
+func benchLeaseRenewal(b *testing.B, leases int, owned bool, opts ...func(*apiserver.Config)) {
+	h := newDirectHandler(b, opts...)
+	api, scheme := h.api, h.scheme
 	pb := protobuf.NewSerializer(scheme, scheme)
 	const ns = "kube-node-lease"
 	// The namespace controller does not run here; the namespace must exist.
