@@ -73,6 +73,13 @@ const (
 	EventPut EventType = iota + 1
 	// EventDelete removed the key; Event.PrevValue is the value it had.
 	EventDelete
+	// EventProgress changes nothing: it says that the watch has delivered
+	// every event under its prefix with a revision <= Event.Revision (its
+	// only field set), which may be newer than the last event when other
+	// prefixes changed since (etcd's progress notification, KEP-1904). Only
+	// watches opened WithProgressNotify get it, and only from drivers that
+	// can tell.
+	EventProgress
 )
 
 // Event is one change to one key.
@@ -135,11 +142,39 @@ type ListOptions struct {
 type WatchOption int
 
 const (
-	// WithoutPrevValue lets the driver leave Event.PrevValue nil, for a
-	// caller that keeps the previous state itself (the watch cache does): the
-	// embedded driver then need not read previous values back for it.
+	// WithoutPrevValue lets the driver leave Event.PrevValue nil, and a
+	// delete's CreateRevision 0 (etcd has both only in the previous
+	// value), for a caller that keeps the previous state itself (the watch
+	// cache does): the drivers then need not read previous values back for
+	// it.
 	WithoutPrevValue WatchOption = iota + 1
+	// WithProgressNotify asks for EventProgress events, for a caller
+	// that must know when its view is as new as the store although
+	// nothing under its prefix changed (the watch cache, for consistent
+	// reads). A driver that cannot tell ignores it.
+	WithProgressNotify
 )
+
+// ProgressRequester is implemented by drivers that can be asked for an
+// EventProgress on every watch opened WithProgressNotify. Once
+// RequestProgress returns nil, each such watch soon delivers an
+// EventProgress at a revision at least as new as every write acknowledged
+// before the call (or events past it). It fails with an error wrapping
+// errors.ErrUnsupported where the store cannot report progress.
+type ProgressRequester interface {
+	RequestProgress(ctx context.Context) error
+}
+
+// WantsProgress reports whether a Watch called with opts asked for
+// EventProgress events.
+func WantsProgress(opts []WatchOption) bool {
+	for _, o := range opts {
+		if o == WithProgressNotify {
+			return true
+		}
+	}
+	return false
+}
 
 // WantsPrevValue reports whether a Watch called with opts must fill
 // Event.PrevValue.

@@ -82,6 +82,10 @@ func (c *Cache) applyBatch(batch []decoded) {
 	defer c.mu.Unlock()
 	for i := range batch {
 		d := &batch[i]
+		if d.ev.Type == storage.EventProgress {
+			c.progressLocked(d.ev.Revision)
+			continue
+		}
 		if d.ev.Revision <= c.rev {
 			// A driver re-delivering an event would break "no duplicates".
 			c.log.Warn("ignoring storage event at or before the cache's revision",

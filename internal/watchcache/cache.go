@@ -158,6 +158,8 @@ type Cache struct {
 	terminated atomic.Int64
 	// lists bounds the objects held by unreleased pages.
 	lists *budget
+	// progress paces the store progress requests of waiting reads.
+	progress progressRequests
 }
 
 // New returns a cache over store; it holds nothing until Run has listed.
@@ -234,15 +236,26 @@ func (c *Cache) OldestRevision() int64 {
 }
 
 // WaitForRevision blocks until Revision() >= rev, ctx ends, or the cache stops.
+// While it waits it asks the store for progress (progress.go), so writes
+// outside the cache's prefix do not keep it waiting.
 func (c *Cache) WaitForRevision(ctx context.Context, rev int64) error {
-	for {
+	var ticks <-chan time.Time
+	for asked := false; ; asked = true {
 		c.mu.RLock()
 		cur, changed := c.rev, c.changed
 		c.mu.RUnlock()
 		if cur >= rev {
 			return nil
 		}
+		if !asked {
+			c.requestProgress(ctx)
+			var stop func()
+			ticks, stop = c.progressTicks()
+			defer stop()
+		}
 		select {
+		case <-ticks:
+			c.requestProgress(ctx)
 		case <-changed:
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for revision %d (cache at %d): %w", rev, cur, ctx.Err())

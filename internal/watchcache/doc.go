@@ -59,6 +59,12 @@
 //     the embedded store) publishes that object instead of decoding the
 //     value. The writer gave the object up when it wrote it, so the rule
 //     above (never mutated after publication) holds for it as for any other.
+//   - The storage watch asks for progress (storage.WithProgressNotify): a
+//     progress event at R moves Revision() to R with no event, since every
+//     change up to R is applied. A read waiting for a revision asks the
+//     store for progress every 100 ms (one request per interval for all
+//     waiters), so writes outside the prefix, which bring no event, do not
+//     keep consistent reads waiting (KEP-1904, KEP-2340).
 //   - When the storage watch ends the cache re-watches from the last revision it
 //     applied; if that history was compacted away it re-lists and publishes
 //     synthetic events for the differences, so watchers keep running.

@@ -51,7 +51,7 @@ func (c *Cache) Run(ctx context.Context) error {
 			backoff = minBackoff
 		}
 		from := c.Revision()
-		ch, err := c.store.Watch(ctx, c.opts.Prefix, from, storage.WithoutPrevValue)
+		ch, err := c.store.Watch(ctx, c.opts.Prefix, from, storage.WithoutPrevValue, storage.WithProgressNotify)
 		if errors.Is(err, storage.ErrCompacted) {
 			c.log.Warn("storage history compacted past the cache; re-listing", "revision", from)
 			needList = true

@@ -22,7 +22,11 @@
 //     where kube-apiserver keeps them; Prefix "/tenant-a/registry" stores
 //     "/tenant-a/registry/leases/...", so several installations can share
 //     one cluster without seeing each other's keys.
-//   - Watch is an etcd watch from fromRevision+1 with previous values. etcd
+//   - Watch is an etcd watch from fromRevision+1, with previous values unless
+//     the caller does without them (storage.WithoutPrevValue), and with
+//     etcd's progress notifications as storage.EventProgress when asked
+//     (storage.WithProgressNotify) on etcd 3.4.25, 3.5.8 or later
+//     (progress.go says why not before). etcd
 //     reports compaction on the watch itself, after the watch was created;
 //     the driver therefore first probes the revision with a Range (which
 //     fails with ErrCompacted synchronously) so Watch can return

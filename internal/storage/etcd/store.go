@@ -22,6 +22,9 @@ type Store struct {
 	// callTimeout bounds each request (deadline.go).
 	callTimeout time.Duration
 
+	// progress says whether watches get progress notifications (progress.go).
+	progress progressSupport
+
 	// compacted is the newest compaction this Store knows of (its own
 	// Compact calls and CompactedRevision's searches); it only grows.
 	compacted atomic.Int64

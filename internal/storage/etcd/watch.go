@@ -16,7 +16,7 @@ const watchOutBuffer = 128
 
 // Watch implements storage.Interface with an etcd watch from fromRevision+1
 // with previous values (see the package doc for how compaction is reported).
-func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64, _ ...storage.WatchOption) (<-chan storage.Event, error) {
+func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64, opts ...storage.WatchOption) (<-chan storage.Event, error) {
 	ek, err := s.keys.toEtcd(prefix)
 	if err != nil {
 		return nil, err
@@ -34,17 +34,27 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64, _ 
 	// its watch context ends with the caller's or with Close.
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	stopOnClose := context.AfterFunc(s.closing, cancel)
-	// The previous key-value is asked for even when opts say it is not
-	// needed: a delete's tombstone carries neither the deleted value nor its
-	// CreateRevision, which only the previous key-value has.
-	wch := s.client.Watch(wctx, ek, clientv3.WithPrefix(), clientv3.WithRev(fromRevision+1), clientv3.WithPrevKV())
+	eopts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithRev(fromRevision + 1)}
+	// The previous key-value is what a delete's tombstone lacks (the
+	// deleted value and its CreateRevision). Asking for it makes etcd read
+	// the previous revision of every changed key and send it along, twice
+	// the bytes per event: the watch cache, which keeps every previous
+	// state itself, does not.
+	if storage.WantsPrevValue(opts) {
+		eopts = append(eopts, clientv3.WithPrevKV())
+	}
+	progress := storage.WantsProgress(opts) && s.progressOK(ctx)
+	if progress {
+		eopts = append(eopts, clientv3.WithProgressNotify())
+	}
+	wch := s.client.Watch(wctx, ek, eopts...)
 	out := make(chan storage.Event, watchOutBuffer)
 	go func() {
 		defer s.release()
 		defer close(out)
 		defer cancel()
 		defer stopOnClose()
-		s.forward(wctx, prefix, wch, out)
+		s.forward(wctx, prefix, wch, out, progress)
 	}()
 	return out, nil
 }
@@ -69,8 +79,9 @@ func (s *Store) checkNotCompacted(ctx context.Context, prefix string, fromRevisi
 	return nil
 }
 
-// forward converts etcd's responses into events until the watch ends.
-func (s *Store) forward(ctx context.Context, prefix string, wch clientv3.WatchChan, out chan<- storage.Event) {
+// forward converts etcd's responses into events until the watch ends;
+// with progress, etcd's progress notifications become EventProgress.
+func (s *Store) forward(ctx context.Context, prefix string, wch clientv3.WatchChan, out chan<- storage.Event, progress bool) {
 	log := s.log.With("prefix", prefix)
 	for {
 		var wr clientv3.WatchResponse
@@ -93,6 +104,21 @@ func (s *Store) forward(ctx context.Context, prefix string, wch clientv3.WatchCh
 				log.Warn("etcd ended the watch; the caller must re-watch", "err", err)
 			}
 			return
+		}
+		if wr.IsProgressNotify() {
+			// Every event of this watch up to the header's revision has
+			// been delivered (etcd sends progress only to a watch that
+			// has caught up; progressOK checked the version that
+			// guarantees it). Without progress it is only noise: etcd
+			// answers RequestProgress on every watch of the stream.
+			if progress {
+				select {
+				case out <- storage.Event{Type: storage.EventProgress, Revision: wr.Header.Revision}:
+				case <-ctx.Done():
+					return
+				}
+			}
+			continue
 		}
 		for _, ev := range wr.Events {
 			select {
