@@ -74,6 +74,7 @@ request for about one more watch cache's worth of memory.`,
 	f.IntVar(&cfg.Limits.PerUserRequests, "max-requests-per-user", apiserver.DefaultPerUserRequests, "maximum concurrent non-watch requests of one user (system:masters exempt); 0 means unlimited")
 	f.IntVar(&cfg.Limits.PerUserWatches, "max-watches-per-user", apiserver.DefaultPerUserWatches, "maximum open watches of one user (system:masters exempt); 0 means unlimited")
 	addConnectionFlags(cmd, &cfg.Connections)
+	addLeaderElectFlags(cmd, &cfg.Replica)
 	addAuditFlags(cmd, &cfg.Audit)
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	return cmd

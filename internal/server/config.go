@@ -73,6 +73,8 @@ type Config struct {
 	Connections connguard.Config
 	// Audit is the --audit-* flags (audit.go); no log path, no auditing.
 	Audit AuditConfig
+	// Replica is this replica's identity and leader election (replica.go).
+	Replica ReplicaConfig
 	// Ready, if set, receives the listening address and kubeconfig path once serving.
 	Ready func(addr, kubeconfig string)
 }

@@ -13,12 +13,30 @@ import (
 	"github.com/leasehold/leasehold/internal/controller/nodelifecycle"
 )
 
-// controllers lists the controllers `serve` runs, given their shared
-// dependencies. Each writes through a loopback client of its own service
+// controllerGroup says where a controller runs among several replicas.
+type controllerGroup int
+
+const (
+	// everyReplica: the API server's own work (its identity lease and the
+	// collection of expired ones), on every replica, as kube-apiserver's
+	// post-start hooks.
+	everyReplica controllerGroup = iota
+	// controllerManager: kube-controller-manager's controllers, on the
+	// replica holding Lease kube-system/leasehold-controller-manager.
+	controllerManager
+	// coordinatedElection: KEP-4355's election controller and lease
+	// candidate collector, on the replica holding Lease
+	// kube-system/leader-election-controller, as kube-apiserver runs them.
+	coordinatedElection
+)
+
+// controllers builds new instances of the controllers of group, given their
+// shared dependencies (a controller runs once, so every leadership term
+// builds its own). Each writes through a loopback client of its own service
 // account (bootstrappolicy's controller names), so RBAC authorizes it with
 // its system:controller:<name> binding and the audit trail names it. Each
-// returns when the server's background context ends.
-func controllers(cc controller.Context, clients *controllerClients, cfg Config) ([]controller.Runner, error) {
+// returns when its context ends.
+func controllers(cc controller.Context, clients *controllerClients, cfg Config, group controllerGroup) ([]controller.Runner, error) {
 	as := func(name string) (controller.Context, error) {
 		c, err := clients.For(name)
 		if err != nil {
@@ -29,28 +47,32 @@ func controllers(cc controller.Context, clients *controllerClients, cfg Config) 
 		return own, nil
 	}
 	build := []struct {
+		group   controllerGroup
 		account string
 		new     func(controller.Context) controller.Runner
 	}{
-		{bootstrappolicy.LeaderElectionController, func(c controller.Context) controller.Runner { return election.New(c, election.Config{}) }},
-		{bootstrappolicy.LeaseCandidateGCController, func(c controller.Context) controller.Runner {
+		{coordinatedElection, bootstrappolicy.LeaderElectionController, func(c controller.Context) controller.Runner { return election.New(c, election.Config{}) }},
+		{coordinatedElection, bootstrappolicy.LeaseCandidateGCController, func(c controller.Context) controller.Runner {
 			return leasecandidategc.New(c, leasecandidategc.Config{})
 		}},
-		{bootstrappolicy.GarbageCollector, func(c controller.Context) controller.Runner { return garbagecollector.New(c) }},
-		{bootstrappolicy.NodeController, func(c controller.Context) controller.Runner { return nodelifecycle.New(c, cfg.NodeLifecycle) }},
-		{bootstrappolicy.EventTTLController, func(c controller.Context) controller.Runner {
+		{controllerManager, bootstrappolicy.GarbageCollector, func(c controller.Context) controller.Runner { return garbagecollector.New(c) }},
+		{controllerManager, bootstrappolicy.NodeController, func(c controller.Context) controller.Runner { return nodelifecycle.New(c, cfg.NodeLifecycle) }},
+		{controllerManager, bootstrappolicy.EventTTLController, func(c controller.Context) controller.Runner {
 			return eventttl.New(c, eventttl.Config{TTL: cfg.EventTTL, Interval: cfg.EventTTLInterval})
 		}},
-		{bootstrappolicy.APIServerIdentityController, func(c controller.Context) controller.Runner {
-			return apiserveridentity.New(c, apiserveridentity.Config{})
+		{everyReplica, bootstrappolicy.APIServerIdentityController, func(c controller.Context) controller.Runner {
+			return apiserveridentity.New(c, cfg.Replica.identity())
 		}},
-		{bootstrappolicy.ClusterRoleAggregationController, func(c controller.Context) controller.Runner { return clusterroleaggregation.New(c) }},
-		{bootstrappolicy.NamespaceController, func(c controller.Context) controller.Runner {
+		{controllerManager, bootstrappolicy.ClusterRoleAggregationController, func(c controller.Context) controller.Runner { return clusterroleaggregation.New(c) }},
+		{controllerManager, bootstrappolicy.NamespaceController, func(c controller.Context) controller.Runner {
 			return namespaces.New(c.Client, c.Resources, c.Logger, c.Now)
 		}},
 	}
-	runners := make([]controller.Runner, 0, len(build))
+	var runners []controller.Runner
 	for _, b := range build {
+		if b.group != group {
+			continue
+		}
 		c, err := as(b.account)
 		if err != nil {
 			return nil, err

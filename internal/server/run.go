@@ -211,18 +211,8 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.NodeLifecycle.OnMonitorPass = newMonitorPassMetric(reg)
 	}
 	cc := controller.Context{Cache: cache, Client: loopback, Resources: stored, Logger: log, Now: time.Now}
-	runners, err := controllers(cc, newControllerClients(api), cfg)
-	if err != nil {
+	if err := startControllers(ctx, bgCtx, &bg, cc, newControllerClients(api), api, cfg); err != nil {
 		return err
-	}
-	for _, c := range runners {
-		bg.Add(1)
-		go func() {
-			defer bg.Done()
-			if err := c.Run(bgCtx); err != nil && bgCtx.Err() == nil {
-				log.Error("controller stopped", "controller", c.Name(), "err", err)
-			}
-		}()
 	}
 
 	guard, err := connguard.New(cfg.Connections, reg, log.With("component", "connections"))
