@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os/exec"
 	"strconv"
 	"testing"
@@ -209,16 +208,8 @@ func TestProgressNeedsFixedEtcd(t *testing.T) {
 // (by its PID) when the test ends, and returns its client URL.
 func startDebianEtcd(t *testing.T, bin string) string {
 	t.Helper()
-	port := func() int {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = l.Close() }()
-		return l.Addr().(*net.TCPAddr).Port
-	}
-	client := fmt.Sprintf("http://127.0.0.1:%d", port())
-	peer := fmt.Sprintf("http://127.0.0.1:%d", port())
+	client := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	peer := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
 	cmd := exec.Command(bin, "--name", "m1", "--data-dir", t.TempDir(),
 		"--listen-client-urls", client, "--advertise-client-urls", client,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,

@@ -75,6 +75,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		DialTimeout: cfg.DialTimeout,
 		TLS:         tc,
 		Logger:      newZapLogger(cfg.Logger),
+		DialOptions: pickFirst,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcd: connecting to %v: %w", cfg.Endpoints, err)
@@ -82,6 +83,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	closing, stop := context.WithCancel(context.Background())
 	s := &Store{client: client, keys: keyMap{prefix: cfg.Prefix}, log: cfg.Logger, callTimeout: cfg.CallTimeout, closing: closing, stop: stop}
 
+	s.preferLeader(ctx)
 	pingCtx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
 	defer cancel()
 	rev, err := s.CurrentRevision(pingCtx)

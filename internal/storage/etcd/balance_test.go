@@ -1,0 +1,165 @@
+package etcd
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/testdeps"
+)
+
+// TestRequestsGoToTheLeader: on a 3-member cluster (Debian's etcd, real
+// processes) whose leader is listed last, the driver sends every request
+// to the leader, none to the followers (which would forward them).
+func TestRequestsGoToTheLeader(t *testing.T) {
+	bin := testdeps.Debian(t, "etcd-server", "etcd")
+	members := startDebianCluster(t, bin, 3)
+	ctx := testContext(t)
+	probe := newTestStore(t, members[0], "")
+	var leader string
+	var followers []string
+	for _, ep := range members {
+		st, err := probe.Client().Status(ctx, ep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Leader == st.Header.MemberId {
+			leader = ep
+		} else {
+			followers = append(followers, ep)
+		}
+	}
+	if leader == "" {
+		t.Fatal("no leader")
+	}
+	s := newTestStoreOn(t, append(followers, leader), "")
+	if got := s.Client().Endpoints()[0]; got != leader {
+		t.Fatalf("first endpoint %s, want the leader %s", got, leader)
+	}
+	before := map[string]float64{}
+	for _, ep := range members {
+		before[ep] = txnCount(t, ep)
+	}
+	rev, err := s.Create(ctx, "/registry/k/a", []byte("v"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 30 {
+		if rev, err = s.Update(ctx, "/registry/k/a", rev, []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := txnCount(t, leader) - before[leader]; d < 31 {
+		t.Errorf("leader %s got %v transactions, want the 31 writes", leader, d)
+	}
+	for _, f := range followers {
+		if d := txnCount(t, f) - before[f]; d != 0 {
+			t.Errorf("follower %s got %v transactions, want none", f, d)
+		}
+	}
+}
+
+// txnCount reads how many Txn requests the member at ep has begun.
+func txnCount(t *testing.T, ep string) float64 {
+	t.Helper()
+	resp, err := http.Get(ep + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "grpc_server_started_total{") && strings.Contains(line, `grpc_method="Txn"`) {
+			v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+	}
+	t.Fatalf("no Txn counter in %s/metrics", ep)
+	return 0
+}
+
+// newTestStoreOn is newTestStore with several endpoints.
+func newTestStoreOn(t *testing.T, endpoints []string, prefix string) *Store {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	s, err := New(ctx, Config{Endpoints: endpoints, Prefix: prefix})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+// freePort returns a port free on 127.0.0.1 a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startDebianCluster runs an n-member etcd from bin on free ports (each
+// stopped by its PID when the test ends) and returns the members' client
+// URLs once every one of them is healthy.
+func startDebianCluster(t *testing.T, bin string, n int) []string {
+	t.Helper()
+	clients := make([]string, n)
+	peers := make([]string, n)
+	var cluster []string
+	for i := range n {
+		clients[i] = fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+		peers[i] = fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+		cluster = append(cluster, fmt.Sprintf("m%d=%s", i, peers[i]))
+	}
+	for i := range n {
+		cmd := exec.Command(bin, "--name", fmt.Sprintf("m%d", i), "--data-dir", t.TempDir(),
+			"--listen-client-urls", clients[i], "--advertise-client-urls", clients[i],
+			"--listen-peer-urls", peers[i], "--initial-advertise-peer-urls", peers[i],
+			"--initial-cluster", strings.Join(cluster, ","), "--initial-cluster-state", "new",
+			"--unsafe-no-fsync")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		})
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for _, c := range clients {
+		for {
+			resp, err := http.Get(c + "/health")
+			if err == nil {
+				healthy := resp.StatusCode == http.StatusOK
+				_ = resp.Body.Close()
+				if healthy {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("etcd member %s not healthy within 30s: %v", c, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return clients
+}
