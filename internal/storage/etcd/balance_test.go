@@ -3,24 +3,28 @@ package etcd
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/storage"
 	"github.com/leasehold/leasehold/internal/testdeps"
 )
 
 // TestRequestsGoToTheLeader: on a 3-member cluster (Debian's etcd, real
 // processes) whose leader is listed last, the driver sends every request
-// to the leader, none to the followers (which would forward them).
+// to the leader, none to the followers (which would forward them); when
+// the leader is killed, writes go on through the others.
 func TestRequestsGoToTheLeader(t *testing.T) {
 	bin := testdeps.Debian(t, "etcd-server", "etcd")
-	members := startDebianCluster(t, bin, 3)
+	members, procs := startDebianCluster(t, bin, 3)
 	ctx := testContext(t)
 	probe := newTestStore(t, members[0], "")
 	var leader string
@@ -63,6 +67,30 @@ func TestRequestsGoToTheLeader(t *testing.T) {
 		if d := txnCount(t, f) - before[f]; d != 0 {
 			t.Errorf("follower %s got %v transactions, want none", f, d)
 		}
+	}
+
+	// The leader dies: the client moves on to a follower, which the other
+	// one elects, and writes go on.
+	if err := procs[slices.Index(members, leader)].Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		next, err := s.Update(ctx, "/registry/k/a", rev, []byte("after"))
+		if err == nil {
+			t.Logf("first write after the leader died: revision %d", next)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no write succeeded within 20s of the leader's death: %v", err)
+		}
+		if errors.Is(err, storage.ErrConflict) {
+			// An attempt whose answer was lost with the leader was made.
+			if kv, err := s.Get(ctx, "/registry/k/a"); err == nil {
+				rev = kv.ModRevision
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
@@ -119,11 +147,12 @@ func freePort(t *testing.T) int {
 
 // startDebianCluster runs an n-member etcd from bin on free ports (each
 // stopped by its PID when the test ends) and returns the members' client
-// URLs once every one of them is healthy.
-func startDebianCluster(t *testing.T, bin string, n int) []string {
+// URLs, and their processes, once every one of them is healthy.
+func startDebianCluster(t *testing.T, bin string, n int) ([]string, []*exec.Cmd) {
 	t.Helper()
 	clients := make([]string, n)
 	peers := make([]string, n)
+	procs := make([]*exec.Cmd, n)
 	var cluster []string
 	for i := range n {
 		clients[i] = fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
@@ -139,6 +168,7 @@ func startDebianCluster(t *testing.T, bin string, n int) []string {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		procs[i] = cmd
 		t.Cleanup(func() {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
@@ -161,5 +191,5 @@ func startDebianCluster(t *testing.T, bin string, n int) []string {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	return clients
+	return clients, procs
 }
