@@ -10,8 +10,12 @@
 # (raw) and `bench max` (through the replica), each for DURATION with
 # CLIENTS clients over 1000 leases. The machine is shared and noisy, so the
 # two run side by side, round after round, and the script prints every
-# pair's ratio and their range. Results, logs and a CPU profile of the
-# replica (taken during the last max run) are left in $OUT.
+# pair's ratio and their range, with the CPU time per 1,000 operations of
+# etcd (all members), the replica and each generator (setup included), and
+# the load average: on a machine whose cores the processes share, every
+# CPU-ms the replica and bench max spend is taken from etcd. Results, logs
+# and a CPU profile of the replica (taken during the last max run) are
+# left in $OUT.
 #
 #   scripts/etcd-ratio.sh BINARY OUT [DURATION] [ROUNDS]
 #
@@ -68,10 +72,27 @@ done
 grep -q '"msg":"serving"' "$out/server.log" || { echo "server did not start; see $out/server.log" >&2; exit 1; }
 kc=$out/replica/admin.kubeconfig
 
+# cpu_ms PID...: the CPU time (user+system) the processes have used, in ms.
+cpu_ms() {
+	local total=0 p
+	for p in "$@"; do
+		# Fields 14 and 15 of /proc/PID/stat, after the parenthesised name.
+		read -r -a f < <(sed 's/^.*) //' "/proc/$p/stat")
+		total=$(( total + f[11] + f[12] ))
+	done
+	echo $(( total * 1000 / $(getconf CLK_TCK) ))
+}
+etcd_pids=("${pids[@]:0:3}")
+# per1000 CPU_MS OPS_JSON: CPU-ms per 1,000 operations of a run.
+per1000() { python3 -c 'import json,sys; print(round(int(sys.argv[1]) * 1000 / max(1, json.load(open(sys.argv[2]))["ops"])))' "$1" "$2"; }
+
 ratios=()
 for r in $(seq 1 "$rounds"); do
-	"$bin" bench etcd-cas --etcd-servers "$endpoints" --clients "$clients" --namespace "round$r" \
+	e0=$(cpu_ms "${etcd_pids[@]}")
+	/usr/bin/time -f '%U %S' -o "$out/raw-$r.time" "$bin" bench etcd-cas --etcd-servers "$endpoints" --clients "$clients" --namespace "round$r" \
 		--duration "$duration" --output json >"$out/raw-$r.json" 2>"$out/raw-$r.log"
+	raw_etcd=$(per1000 $(( $(cpu_ms "${etcd_pids[@]}") - e0 )) "$out/raw-$r.json")
+	raw_gen=$(per1000 "$(awk '{printf "%d", ($1 + $2) * 1000}' "$out/raw-$r.time")" "$out/raw-$r.json")
 	prof=()
 	if [ "$r" = "$rounds" ] && [ "${PROFILE:-1}" = 1 ]; then
 		# A profile of the middle of the last max run.
@@ -79,13 +100,19 @@ for r in $(seq 1 "$rounds"); do
 		(sleep 3; kubectl --kubeconfig "$kc" get --raw "/debug/pprof/profile?seconds=$secs" >"$out/server.pprof" 2>/dev/null || true) &
 		prof=($!)
 	fi
-	"$bin" bench max --kubeconfig "$kc" --clients "$clients" --connections "${CONNS:-4}" --client lean \
+	e0=$(cpu_ms "${etcd_pids[@]}")
+	/usr/bin/time -f '%U %S' -o "$out/max-$r.time" "$bin" bench max --kubeconfig "$kc" --clients "$clients" --connections "${CONNS:-4}" --client lean \
 		--duration "$duration" --server-pid "$server" --output json >"$out/max-$r.json" 2>"$out/max-$r.log"
+	max_etcd=$(per1000 $(( $(cpu_ms "${etcd_pids[@]}") - e0 )) "$out/max-$r.json")
+	max_gen=$(per1000 "$(awk '{printf "%d", ($1 + $2) * 1000}' "$out/max-$r.time")" "$out/max-$r.json")
 	[ ${#prof[@]} = 0 ] || wait "${prof[@]}"
 	raw=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["throughput"])' "$out/raw-$r.json")
 	read -r max cpu < <(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["throughput"], d["server"]["cpuMsPer1000Ops"])' "$out/max-$r.json")
 	ratio=$(python3 -c "print(f'{$max/$raw:.3f}')")
 	ratios+=("$ratio")
-	printf 'round %d: raw %.0f/s  max %.0f/s  ratio %s  replica %.0f CPU-ms/1000\n' "$r" "$raw" "$max" "$ratio" "$cpu" | tee -a "$out/summary.txt"
+	printf 'round %d: raw %.0f/s  max %.0f/s  ratio %s  CPU-ms per 1000: raw (etcd %s, generator %s)  max (etcd %s, replica %.0f, generator %s)  load %s\n' \
+		"$r" "$raw" "$max" "$ratio" "$raw_etcd" "$raw_gen" "$max_etcd" "$cpu" "$max_gen" "$(cut -d' ' -f1 /proc/loadavg)" | tee -a "$out/summary.txt"
 done
-printf 'ratio range: %s\n' "$(printf '%s\n' "${ratios[@]}" | sort -n | sed -n '1p;$p' | paste -sd- -)" | tee -a "$out/summary.txt"
+printf '%s\n' "${ratios[@]}" | sort -n | python3 -c 'import sys, statistics
+r = [float(x) for x in sys.stdin]
+print(f"ratio range: {min(r):.3f}-{max(r):.3f}, median {statistics.median(r):.3f} over {len(r)} rounds")' | tee -a "$out/summary.txt"
