@@ -130,8 +130,16 @@ func (o *electOptions) run(cmd *cobra.Command, command []string) error {
 	if err != nil {
 		return &exitError{code: elect.ExitConfig, err: fmt.Errorf("build API client: %w", err)}
 	}
+	// The watch on the lease (fast hand-over) is long-running: no timeout.
+	watchCfg := rest.CopyConfig(restCfg)
+	watchCfg.Timeout = 0
+	watchClient, err := kubernetes.NewForConfig(watchCfg)
+	if err != nil {
+		return &exitError{code: elect.ExitConfig, err: fmt.Errorf("build API watch client: %w", err)}
+	}
 	cfg := elect.Config{
 		Client:        client,
+		WatchClient:   watchClient,
 		Namespace:     ns,
 		Name:          name,
 		Identity:      identity,

@@ -21,6 +21,10 @@ import (
 type Config struct {
 	// Client talks to the API server holding the Lease.
 	Client kubernetes.Interface
+	// WatchClient, when not nil, is used instead of Client for the watch
+	// on the Lease: a watch is a long-running request, which a client
+	// whose timeout bounds every renewal would cut short.
+	WatchClient kubernetes.Interface
 	// Namespace and Name identify the Lease.
 	Namespace, Name string
 	// Identity is written as the Lease's holderIdentity; it must be unique
@@ -55,6 +59,14 @@ const (
 	DefaultRetryPeriod   = 2 * time.Second
 	DefaultGracePeriod   = 10 * time.Second
 )
+
+// watchClient is the client for the watch on the Lease.
+func (c *Config) watchClient() kubernetes.Interface {
+	if c.WatchClient != nil {
+		return c.WatchClient
+	}
+	return c.Client
+}
 
 // DefaultIdentity is `<hostname>_<uuid>` as kube-controller-manager builds
 // it: the uuid keeps two electors on the same host apart.

@@ -127,9 +127,15 @@ func (e *Elector) Run(ctx context.Context) (int, error) {
 		}
 	}()
 
+	watch, err := startLeaseWatch(logCtx, e.cfg.watchClient(), e.cfg.Namespace, e.cfg.Name, e.cfg.Identity, e.cfg.Coordinated != nil, lock.wake, log)
+	if err != nil {
+		return ExitUsage, fmt.Errorf("watch lease %s: %w", e.leaseRef(), err)
+	}
+	defer watch.stop() // after le.Run: no read or write is in flight
+
 	watchdog := leaderelection.NewLeaderHealthzAdaptor(healthzTolerance)
 	leadDone := make(chan struct{})
-	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+	lec := leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		LeaseDuration:   e.cfg.LeaseDuration,
 		RenewDeadline:   e.cfg.RenewDeadline,
@@ -145,14 +151,19 @@ func (e *Elector) Run(ctx context.Context) (int, error) {
 				withdraw()
 				cancelElect()
 			},
-			OnStoppedLeading: func() { log.Info("stopped leading") },
-			OnNewLeader:      func(id string) { log.Info("new leader observed", "leader", id) },
+			// Every campaign round ends with this call; only one leads.
+			OnStoppedLeading: func() {
+				if _, acquired := lock.acquisitionRecord(); acquired {
+					log.Info("stopped leading")
+				}
+			},
+			OnNewLeader: func(id string) { log.Info("new leader observed", "leader", id) },
 		},
-	})
+	}
+	le, err := leaderelection.NewLeaderElector(lec)
 	if err != nil {
 		return ExitUsage, fmt.Errorf("configure leader election: %w", err)
 	}
-	watchdog.SetLeaderElection(le)
 	if l := e.cfg.HealthListener; l != nil {
 		srv := &http.Server{Handler: healthHandler(watchdog, e.leading), ReadHeaderTimeout: 5 * time.Second}
 		wg.Add(1)
@@ -166,7 +177,9 @@ func (e *Elector) Run(ctx context.Context) (int, error) {
 	}
 
 	log.Info("campaigning", "coordinated", e.cfg.Coordinated != nil, "leaseDuration", e.cfg.LeaseDuration, "renewDeadline", e.cfg.RenewDeadline, "retryPeriod", e.cfg.RetryPeriod)
-	le.Run(electCtx)
+	if err := campaign(electCtx, lock, lec, le, watchdog); err != nil {
+		return ExitUsage, err
+	}
 	// client-go starts OnStartedLeading in a goroutine of its own and does
 	// not wait for it; it was started iff the lease was acquired (the
 	// first successful write ends the acquire loop with success).

@@ -9,7 +9,7 @@ import (
 )
 
 // trackingLock wraps client-go's LeaseLock to learn what the elector read
-// and wrote, without changing what it writes, for two reasons:
+// and wrote, without changing what it writes:
 //
 //   - the fencing token must be the leaseTransitions that this elector wrote
 //     when it acquired, compared with the value it replaced (fencing.go);
@@ -20,10 +20,13 @@ import (
 //     when client-go gives up renewing a whole renew deadline later. That
 //     is what bounds a resumed, frozen leader's stale run to about one
 //     retry period.
+//   - before it acquires, the lease watch may end a campaign round so that
+//     the next tries at once (campaign.go); wake makes sure that happens
+//     only between reads and writes, never after the acquiring write.
 //
 // The elector calls Get, Create, Update and RecordEvent from the goroutine
 // running LeaderElector.Run only; the mutex is for readers in other
-// goroutines (the leading goroutine and the event flush).
+// goroutines (the leading goroutine, the event flush and the lease watch).
 type trackingLock struct {
 	inner rl.Interface
 	// stopCommand stops the command as leadership is ending and returns
@@ -35,7 +38,12 @@ type trackingLock struct {
 	// preferredHolder named: the election controller asks it to hand over.
 	endTerm func(preferred string)
 
+	// calls is held during every read and acquiring write, so that wake
+	// never ends a round in the middle of one (campaign.go).
+	calls sync.Mutex
+
 	mu       sync.Mutex
+	endRound context.CancelFunc       // ends the running campaign round
 	lastGet  *rl.LeaderElectionRecord // record returned by the latest Get
 	acquired bool                     // first successful write seen
 	acq      acquisition
@@ -58,13 +66,8 @@ func newTrackingLock(inner rl.Interface, stopCommand func()) *trackingLock {
 }
 
 func (l *trackingLock) Get(ctx context.Context) (*rl.LeaderElectionRecord, []byte, error) {
-	rec, raw, err := l.inner.Get(ctx)
+	rec, raw, err := l.get(ctx)
 	l.mu.Lock()
-	l.lastGet = nil
-	if err == nil {
-		cp := *rec
-		l.lastGet = &cp
-	}
 	lost := err == nil && l.acquired && rec.HolderIdentity != l.inner.Identity()
 	endOfTerm := err == nil && l.acquired && !lost && rec.PreferredHolder != "" && l.endTerm != nil
 	l.mu.Unlock()
@@ -77,7 +80,30 @@ func (l *trackingLock) Get(ctx context.Context) (*rl.LeaderElectionRecord, []byt
 	return rec, raw, err
 }
 
+// get reads the record and remembers it, unless the round has ended.
+func (l *trackingLock) get(ctx context.Context) (*rl.LeaderElectionRecord, []byte, error) {
+	l.calls.Lock()
+	defer l.calls.Unlock()
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err // the round ended (campaign.go)
+	}
+	rec, raw, err := l.inner.Get(ctx)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lastGet = nil
+	if err == nil {
+		cp := *rec
+		l.lastGet = &cp
+	}
+	return rec, raw, err
+}
+
 func (l *trackingLock) Create(ctx context.Context, ler rl.LeaderElectionRecord) error {
+	l.calls.Lock()
+	defer l.calls.Unlock()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if err := l.inner.Create(ctx, ler); err != nil {
 		return err
 	}
@@ -111,6 +137,11 @@ func (l *trackingLock) Update(ctx context.Context, ler rl.LeaderElectionRecord) 
 		}
 		return l.inner.Update(ctx, ler)
 	}
+	l.calls.Lock()
+	defer l.calls.Unlock()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if err := l.inner.Update(ctx, ler); err != nil {
 		return err
 	}
@@ -128,6 +159,33 @@ func (l *trackingLock) noteWrite(written rl.LeaderElectionRecord, created bool) 
 	l.acq = acquisition{created: created, written: written}
 	if !created && l.lastGet != nil {
 		l.acq.previous = *l.lastGet
+	}
+}
+
+// startRound records how to end the campaign round that starts now.
+func (l *trackingLock) startRound(end context.CancelFunc) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.endRound = end
+}
+
+// wake ends the running campaign round, so that the next one tries at
+// once, unless this elector has acquired: leadership is never cut short
+// by the watch. It waits for a read or write in flight, so that a round
+// never ends between a write reaching the server and its success being
+// recorded (the write after a wake fails on the ended round's context
+// before it is sent).
+func (l *trackingLock) wake() {
+	if _, acquired := l.acquisitionRecord(); acquired {
+		return
+	}
+	l.calls.Lock()
+	defer l.calls.Unlock()
+	l.mu.Lock()
+	end, acquired := l.endRound, l.acquired
+	l.mu.Unlock()
+	if !acquired && end != nil {
+		end()
 	}
 }
 

@@ -6,14 +6,15 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
 )
 
 // electorRole is the Role the README documents for `leasehold elect
-// --lease kube-system/orders-writer`: create the lease, read and renew that
-// one lease, and record the LeaderElection events.
+// --lease kube-system/orders-writer`: create the lease, read, watch and renew
+// that one lease, and record the LeaderElection events.
 const electorRole = `apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata:
@@ -26,7 +27,7 @@ rules:
 - apiGroups: ["coordination.k8s.io"]
   resources: ["leases"]
   resourceNames: ["orders-writer"]
-  verbs: ["get", "update"]
+  verbs: ["get", "update", "list", "watch"]
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch", "update"]
@@ -120,6 +121,9 @@ func TestSecurityLeastPrivilegeElector(t *testing.T) {
 		}
 		return nil
 	})
+	if out, _ := os.ReadFile(h.electors["elector-1"].out); strings.Contains(string(out), "cannot watch the lease") {
+		t.Errorf("the documented Role does not let the elector watch its lease:\n%s", out)
+	}
 	elector := newKubectl(t, newestKubectl(t), c.srv)
 	elector.kubeconfig = electorKC
 	stderr := elector.fail("delete", "lease", "other-lock", "-n", "kube-system")
