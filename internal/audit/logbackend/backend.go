@@ -1,9 +1,7 @@
 package logbackend
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -76,7 +74,7 @@ type Backend struct {
 // New opens the log (creating its directory and file) and registers the
 // metrics.
 func New(o Options) (*Backend, error) {
-	b := &Backend{logger: o.Logger, bufPool: sync.Pool{New: func() any { return new(bytes.Buffer) }}}
+	b := &Backend{logger: o.Logger, bufPool: sync.Pool{New: func() any { return new(lineBuffer) }}}
 	if b.logger == nil {
 		b.logger = slog.Default()
 	}
@@ -172,17 +170,17 @@ func (b *Backend) enqueue(ev *auditv1.Event) bool {
 
 // write encodes ev as one line and writes it with one call.
 func (b *Backend) write(ev *auditv1.Event) bool {
-	buf := b.bufPool.Get().(*bytes.Buffer)
+	buf := b.bufPool.Get().(*lineBuffer)
 	defer b.bufPool.Put(buf)
-	buf.Reset()
-	err := json.NewEncoder(buf).Encode(ev) // one line, newline-terminated
+	var err error
+	buf.b, err = appendEvent(buf.b[:0], ev) // one line, newline-terminated
 	if err == nil {
 		if b.rot == nil {
 			b.writeMu.Lock()
-			_, err = b.out.Write(buf.Bytes())
+			_, err = b.out.Write(buf.b)
 			b.writeMu.Unlock()
 		} else {
-			_, err = b.out.Write(buf.Bytes())
+			_, err = b.out.Write(buf.b)
 		}
 	}
 	if err != nil {
@@ -192,6 +190,54 @@ func (b *Backend) write(ev *auditv1.Event) bool {
 	}
 	return true
 }
+
+// Batch mode writes what has queued up in one call, up to these limits.
+// Measured on a loaded 2-core machine: writing one small event took
+// 45.5 µs (BenchmarkWrite/blocking), of which encoding was 9.7 µs with
+// encoding/json (BenchmarkEncode), so the write(2) per event, not the
+// encoding, was most of a batch-mode backend's CPU; under load the queue
+// holds dozens of events. The byte limit keeps a batch well under the
+// smallest rotation size (1 MB).
+const (
+	maxBatchEvents = 512
+	maxBatchBytes  = 256 << 10
+)
+
+// writeBatch writes first and whatever else is queued (within the limits)
+// as consecutive lines with one write. An event that fails to encode is
+// counted and left out; the others are written.
+func (b *Backend) writeBatch(first *auditv1.Event) {
+	buf := b.bufPool.Get().(*lineBuffer)
+	defer b.bufPool.Put(buf)
+	buf.b = buf.b[:0]
+	n := 0
+	for ev := first; ev != nil; {
+		if line, err := appendEvent(buf.b, ev); err != nil { // one line, newline-terminated
+			b.errors.Inc()
+			b.logger.Error("encoding audit event", "auditID", ev.AuditID, "stage", ev.Stage, "err", err)
+		} else {
+			buf.b = line
+			n++
+		}
+		ev = nil
+		if n < maxBatchEvents && len(buf.b) < maxBatchBytes {
+			select {
+			case ev = <-b.batch:
+			default:
+			}
+		}
+	}
+	if len(buf.b) == 0 {
+		return
+	}
+	if _, err := b.out.Write(buf.b); err != nil {
+		b.errors.Add(float64(n))
+		b.logger.Error("writing audit events", "events", n, "err", err)
+	}
+}
+
+// lineBuffer is a pooled buffer for encoded lines.
+type lineBuffer struct{ b []byte }
 
 // Run writes batched events and compresses and prunes rotated files until
 // ctx ends; then it writes what the buffer still holds (events arriving
@@ -205,7 +251,7 @@ func (b *Backend) Run(ctx context.Context) {
 	for {
 		select {
 		case ev := <-b.batch: // nil channel in blocking mode: never ready
-			b.write(ev)
+			b.writeBatch(ev)
 		case <-rotated:
 			if err := b.rot.housekeep(); err != nil {
 				b.logger.Error("audit log housekeeping", "err", err)
@@ -217,7 +263,7 @@ func (b *Backend) Run(ctx context.Context) {
 			for {
 				select {
 				case ev := <-b.batch:
-					b.write(ev)
+					b.writeBatch(ev)
 				default:
 					return
 				}
