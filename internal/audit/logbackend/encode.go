@@ -131,8 +131,8 @@ func (w *objectWriter) nested(name string, v any) {
 
 // codeOnly reports whether s has nothing but a code (its ListMeta empty).
 func codeOnly(s *metav1.Status) bool {
-	return s.Code != 0 && s.TypeMeta == (metav1.TypeMeta{}) && s.ListMeta.SelfLink == "" && s.ResourceVersion == "" &&
-		s.Continue == "" && s.RemainingItemCount == nil && s.Status == "" && s.Message == "" && s.Reason == "" && s.Details == nil
+	return s.Code != 0 && s.TypeMeta == (metav1.TypeMeta{}) && s.ListMeta == (metav1.ListMeta{}) &&
+		s.Status == "" && s.Message == "" && s.Reason == "" && s.Details == nil
 }
 
 func appendUser(b []byte, u *authnv1.UserInfo) []byte {
