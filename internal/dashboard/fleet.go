@@ -62,16 +62,21 @@ func (f *Fleet) SetLease(l *coordinationv1.Lease) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	old := f.leases[r.key]
-	if old == nil {
-		f.dirty = true
-	} else {
+	if old != nil {
 		r.lateAt, r.lateGap, r.skew = old.lateAt, old.lateGap, old.skew
 		observeRenewal(old, r, now)
 	}
-	f.leases[r.key] = r
 	if r.key.ns != NodeLeaseNamespace {
 		f.leader(r.key).observe(old, r, now)
 	}
+	if old == nil {
+		f.leases[r.key] = r
+		f.dirty = true
+		return
+	}
+	// In place: the sorted views point at the record, and are rebuilt
+	// only when leases come or go.
+	*old = *r
 }
 
 // observeRenewal notes a late arrival and the clock skew when r renews

@@ -170,3 +170,21 @@ func TestAttention(t *testing.T) {
 		t.Errorf("flapping %+v", a.Flapping)
 	}
 }
+
+// TestUpdatesReachSortedViews guards against the sorted views holding a
+// record that an update replaced: renewals must show without a lease
+// coming or going.
+func TestUpdatesReachSortedViews(t *testing.T) {
+	f := NewFleet(clocktesting.NewFakeClock(t0))
+	f.SetLease(lease(NodeLeaseNamespace, "n1", "n1", t0.Add(-50*time.Second), 40, 0))
+	if s, _ := f.Snapshot(t0); s.Counts.Expired != 1 {
+		t.Fatalf("counts %+v, want one expired", s.Counts)
+	}
+	f.SetLease(lease(NodeLeaseNamespace, "n1", "n1", t0, 40, 0))
+	if s, heat := f.Snapshot(t0); s.Counts.Healthy != 1 || heat[0] != 1 {
+		t.Errorf("after a renewal: counts %+v heat %v, want one healthy", s.Counts, heat)
+	}
+	if r := f.Rows(View{Limit: 1}, t0); r.Rows[0].Renew != t0.UnixMilli() {
+		t.Errorf("row renew %d, want %d", r.Rows[0].Renew, t0.UnixMilli())
+	}
+}

@@ -10,7 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/informers"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 )
@@ -38,14 +39,33 @@ type sources struct {
 // what the Fleet reads before the informer caches them.
 func startSources(ctx context.Context, cs kubernetes.Interface, fleet *Fleet) (*sources, error) {
 	s := &sources{fleet: fleet, errors: map[string]error{}}
-	all := informers.NewSharedInformerFactory(cs, 0)
-	events := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+	leases, events := cs.CoordinationV1().Leases(""), cs.CoreV1().Events("")
+	onlyLeaderEvents := func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("reason", leaderEvent).String()
-	}))
+	}
 	s.informers = map[string]cache.SharedIndexInformer{
-		resLeases: all.Coordination().V1().Leases().Informer(),
-		resNodes:  all.Core().V1().Nodes().Informer(),
-		resEvents: events.Core().V1().Events().Informer(),
+		resLeases: newInformer(&coordinationv1.Lease{}, &cache.ListWatch{
+			ListWithContextFunc:  func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return leases.List(ctx, o) },
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return leases.Watch(ctx, o) },
+		}),
+		resNodes: newInformer(&corev1.Node{}, &cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return cs.CoreV1().Nodes().List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return cs.CoreV1().Nodes().Watch(ctx, o)
+			},
+		}),
+		resEvents: newInformer(&corev1.Event{}, &cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				onlyLeaderEvents(&o)
+				return events.List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				onlyLeaderEvents(&o)
+				return events.Watch(ctx, o)
+			},
+		}),
 	}
 	handlers := map[string]cache.ResourceEventHandlerFuncs{
 		resLeases: {
@@ -82,9 +102,11 @@ func startSources(ctx context.Context, cs kubernetes.Interface, fleet *Fleet) (*
 			return nil, fmt.Errorf("%s informer handler: %w", name, err)
 		}
 	}
-	all.Start(ctx.Done())
-	events.Start(ctx.Done())
-	s.stop = func() { all.Shutdown(); events.Shutdown() }
+	var wg sync.WaitGroup
+	for _, inf := range s.informers {
+		wg.Go(func() { inf.RunWithContext(ctx) })
+	}
+	s.stop = wg.Wait
 	return s, nil
 }
 
@@ -120,6 +142,21 @@ func (s *sources) access() map[string]string {
 	}
 	s.fleet.NodesKnown(s.informers[resNodes].HasSynced())
 	return out
+}
+
+// plainList is a ListWatch that makes the reflector list and then watch,
+// rather than stream its initial list through a watch (client-go's
+// WatchListClient): the streaming form retries an unreachable server
+// inside client-go, without telling the watch error handler, so the page
+// could not say why nothing arrives, and its back-off ignores
+// cancellation, which held a stopping dashboard for up to half a minute.
+type plainList struct{ *cache.ListWatch }
+
+// IsWatchListSemanticsUnSupported tells the reflector to list plainly.
+func (plainList) IsWatchListSemanticsUnSupported() bool { return true }
+
+func newInformer(obj runtime.Object, lw *cache.ListWatch) cache.SharedIndexInformer {
+	return cache.NewSharedIndexInformer(plainList{lw}, obj, 0, cache.Indexers{})
 }
 
 // meta returns the object metadata of a deleted object, which may come
