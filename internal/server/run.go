@@ -102,6 +102,7 @@ func Run(ctx context.Context, cfg Config) error {
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	registerSnapshot(mux, store, log)
 	ready := &readiness{checks: []healthCheck{storageCheck(store)}}
 	for _, p := range []string{"/healthz", "/livez"} {
 		mux.HandleFunc(p, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
