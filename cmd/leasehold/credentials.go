@@ -46,7 +46,7 @@ old certificate stays valid until it expires.`,
 	pf.StringVar(&f.server, "server", "https://127.0.0.1:6443", "API server URL written into the kubeconfig")
 	pf.StringVar(&f.out, "out", "", "kubeconfig file to write (default <data-dir>/node-NAME.kubeconfig or <data-dir>/user-NAME.kubeconfig; - for standard output)")
 	pf.DurationVar(&f.expiration, "expiration", 8760*time.Hour, "how long the certificate is valid, e.g. 720h (never beyond the CA's own expiry)")
-	cmd.AddCommand(newCredentialsNodeCmd(&f), newCredentialsUserCmd(&f))
+	cmd.AddCommand(newCredentialsNodeCmd(&f), newCredentialsUserCmd(&f), newCredentialsInitCmd())
 	return cmd
 }
 

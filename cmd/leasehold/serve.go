@@ -55,6 +55,7 @@ request for about one more watch cache's worth of memory.`,
 	f.StringVar(&cfg.TLSPrivateKey, "tls-private-key-file", "", "serving certificate key, with --tls-cert-file")
 	f.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "extra CA bundle trusted for client certificates")
 	addAuthnFlags(cmd, &cfg)
+	addTrustFlags(cmd, &cfg)
 	f.StringSliceVar(&cfg.AuthorizationModes, "authorization-mode", chain.DefaultModes(), "ordered list of authorizers; the first that allows or denies decides (system:masters is always allowed): "+strings.Join(chain.Choices(), ","))
 	f.StringSliceVar(&cfg.EtcdServers, "etcd-servers", nil, "etcd client URLs (comma-separated); the data then lives in etcd and --data-dir keeps only certificates and admin.kubeconfig")
 	f.StringVar(&cfg.EtcdPrefix, "etcd-prefix", "/registry", "etcd key prefix that replaces the /registry of every key")

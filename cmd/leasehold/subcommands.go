@@ -6,6 +6,5 @@ import "github.com/spf13/cobra"
 func subcommands() []*cobra.Command {
 	return []*cobra.Command{
 		newServeCmd(), newAgentCmd(), newBenchCmd(), newElectCmd(), newCredentialsCmd(), newAuditCmd(),
-		newDashboardCmd(),
-		newSnapshotCmd()}
+		newDashboardCmd()}
 }

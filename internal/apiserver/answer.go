@@ -111,7 +111,7 @@ func writeWarnings(w http.ResponseWriter, warnings []string) {
 // the negotiated encoding, or JSON when the client asked for a form a
 // Status cannot take.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	st := respond.StatusFor(err)
+	st := respond.StatusFor(storeUnavailable(err))
 	if clientGone(r.Context()) {
 		// Whatever went wrong, the client is gone: the record says so
 		// (not a server fault), and the log gets a summary, not a line.
@@ -121,10 +121,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.cancellations.note(s.logger, s.now())
 		return
 	}
-	// A refused write on a full disk (507) or while the store reopens (503)
-	// is a state the store logs once and /readyz reports, not a fault of
-	// this request: a line per refused write flooded the log.
-	if st.Code >= 500 && st.Code != http.StatusInsufficientStorage && st.Code != http.StatusServiceUnavailable {
+	// A refused write on a full disk (507), a store that reopens or does
+	// not answer (503), and a deadline that passed (504) are states the
+	// store logs once and /readyz reports, not faults of this request: a
+	// line per refused request flooded the log.
+	if st.Code >= 500 && st.Code != http.StatusInsufficientStorage && st.Code != http.StatusServiceUnavailable && st.Code != http.StatusGatewayTimeout {
 		s.logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	writeRetryAfter(w, st)

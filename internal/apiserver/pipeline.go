@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"time"
@@ -142,7 +143,11 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, rec *requ
 	}
 	err := checkScope(res, info)
 	if err == nil {
-		err = s.serveVerb(w, r, rec, res, info)
+		var cancel context.CancelFunc
+		if r, cancel, err = s.withRequestDeadline(r, rec, info.verb); err == nil {
+			defer cancel()
+			err = s.serveVerb(w, r, rec, res, info)
+		}
 	}
 	if err != nil {
 		s.writeError(w, r, err)

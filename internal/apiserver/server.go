@@ -69,6 +69,9 @@ type Config struct {
 	Now         func() time.Time
 	// MinRequestTimeout bounds watches without timeoutSeconds (default 30 min).
 	MinRequestTimeout time.Duration
+	// Timeout bounds every other request (--request-timeout,
+	// deadline.go); zero means DefaultRequestTimeout, negative no bound.
+	Timeout time.Duration
 	// StopWatches, when closed, ends every open watch (graceful shutdown:
 	// http.Server.Shutdown waits for handlers, and watches never end alone).
 	StopWatches <-chan struct{}
@@ -113,6 +116,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultRequestTimeout
 	}
 	if cfg.MinRequestTimeout == 0 {
 		cfg.MinRequestTimeout = 30 * time.Minute

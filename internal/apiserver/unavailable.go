@@ -28,16 +28,17 @@ func storeUnavailable(err error) error {
 	switch {
 	case err == nil || errors.As(err, &se):
 		return err
+	case errors.Is(err, storage.ErrUnavailable):
+		// First: the store's own deadline may be in the chain too.
+		st := apierrors.NewServiceUnavailable(err.Error())
+		st.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: 1}
+		return st
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		cause := context.DeadlineExceeded
 		if errors.Is(err, context.Canceled) {
 			cause = context.Canceled
 		}
 		return apierrors.NewTimeoutError("request did not complete within requested timeout - "+cause.Error(), 0)
-	case errors.Is(err, storage.ErrUnavailable):
-		st := apierrors.NewServiceUnavailable(err.Error())
-		st.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: 1}
-		return st
 	}
 	return err
 }

@@ -17,11 +17,6 @@ const (
 	MonitoringGroup = "system:monitoring"
 	// KubeControllerManager and KubeScheduler are the component users.
 	KubeControllerManager = "system:kube-controller-manager"
-	// ControllerManagerLease is the Lease in kube-system that `serve`
-	// replicas elect their controller manager on, as
-	// KubeControllerManager (kube-controller-manager's own is
-	// "kube-controller-manager").
-	ControllerManagerLease = "leasehold-controller-manager"
 	KubeScheduler         = "system:kube-scheduler"
 
 	// The labels that aggregate roles into admin, edit and view.
@@ -121,10 +116,9 @@ func ClusterRoles() []rbacv1.ClusterRole {
 			ObjectMeta: meta("", KubeControllerManager),
 			Rules: []rbacv1.PolicyRule{
 				eventsRule(),
-				// Leader election: create its lease, then only touch its own
-				// (serve's controllers elect on ControllerManagerLease).
+				// Leader election: create its lease, then only touch its own.
 				rule(verbs("create"), groups(coordinationGroup), "leases"),
-				named(verbs("get", "update"), groups(coordinationGroup), []string{"leases"}, "kube-controller-manager", ControllerManagerLease),
+				named(verbs("get", "update"), groups(coordinationGroup), []string{"leases"}, "kube-controller-manager"),
 				rule(verbs("get"), groups(legacyGroup), "namespaces"),
 				rule(verbs("create"), groups(authorizationGroup), "subjectaccessreviews"),
 				// Controllers' informers read everything.

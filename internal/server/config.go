@@ -75,6 +75,11 @@ type Config struct {
 	Audit AuditConfig
 	// Replica is this replica's identity and leader election (replica.go).
 	Replica ReplicaConfig
+	// Trust is --ca-dir and --tls-san: a CA shared by replicas (tls.go).
+	Trust TrustConfig
+	// RequestTimeout is --request-timeout: the longest a request other
+	// than a watch may take (apiserver.DefaultRequestTimeout if 0).
+	RequestTimeout time.Duration
 	// Ready, if set, receives the listening address and kubeconfig path once serving.
 	Ready func(addr, kubeconfig string)
 }

@@ -26,7 +26,7 @@ import (
 const (
 	// ControllerManagerLease is kube-controller-manager's lock, under
 	// Leasehold's name.
-	ControllerManagerLease = bootstrappolicy.ControllerManagerLease
+	ControllerManagerLease = "leasehold-controller-manager"
 	// ElectionControllerLease is the lock kube-apiserver elects its
 	// coordinated leader election controller on.
 	ElectionControllerLease = "leader-election-controller"
