@@ -6,5 +6,6 @@ import "github.com/spf13/cobra"
 func subcommands() []*cobra.Command {
 	return []*cobra.Command{
 		newServeCmd(), newAgentCmd(), newBenchCmd(), newElectCmd(), newCredentialsCmd(), newAuditCmd(),
-		newDashboardCmd()}
+		newDashboardCmd(),
+		newSnapshotCmd()}
 }

@@ -45,11 +45,6 @@ type directHandler struct {
 	stopCache func()
 }
 
-func handlerUnderBench(b testing.TB) (*apiserver.Server, *runtime.Scheme) {
-	h := newDirectHandler(b)
-	return h.api, h.scheme
-}
-
 // newDirectHandler builds the handler; opts may change its Config (the
 // pipeline tests' authenticators, authorizers, admission and limits).
 func newDirectHandler(b testing.TB, opts ...func(*apiserver.Config)) *directHandler {

@@ -17,6 +17,11 @@ const (
 	MonitoringGroup = "system:monitoring"
 	// KubeControllerManager and KubeScheduler are the component users.
 	KubeControllerManager = "system:kube-controller-manager"
+	// ControllerManagerLease is the Lease in kube-system that `serve`
+	// replicas elect their controller manager on, as
+	// KubeControllerManager (kube-controller-manager's own is
+	// "kube-controller-manager").
+	ControllerManagerLease = "leasehold-controller-manager"
 	KubeScheduler         = "system:kube-scheduler"
 
 	// The labels that aggregate roles into admin, edit and view.
@@ -116,9 +121,10 @@ func ClusterRoles() []rbacv1.ClusterRole {
 			ObjectMeta: meta("", KubeControllerManager),
 			Rules: []rbacv1.PolicyRule{
 				eventsRule(),
-				// Leader election: create its lease, then only touch its own.
+				// Leader election: create its lease, then only touch its own
+				// (serve's controllers elect on ControllerManagerLease).
 				rule(verbs("create"), groups(coordinationGroup), "leases"),
-				named(verbs("get", "update"), groups(coordinationGroup), []string{"leases"}, "kube-controller-manager"),
+				named(verbs("get", "update"), groups(coordinationGroup), []string{"leases"}, "kube-controller-manager", ControllerManagerLease),
 				rule(verbs("get"), groups(legacyGroup), "namespaces"),
 				rule(verbs("create"), groups(authorizationGroup), "subjectaccessreviews"),
 				// Controllers' informers read everything.

@@ -26,7 +26,7 @@ import (
 const (
 	// ControllerManagerLease is kube-controller-manager's lock, under
 	// Leasehold's name.
-	ControllerManagerLease = "leasehold-controller-manager"
+	ControllerManagerLease = bootstrappolicy.ControllerManagerLease
 	// ElectionControllerLease is the lock kube-apiserver elects its
 	// coordinated leader election controller on.
 	ElectionControllerLease = "leader-election-controller"
