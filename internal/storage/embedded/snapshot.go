@@ -64,9 +64,6 @@ func (sn *Snapshot) Revision() int64 { return sn.rev }
 // Next returns the next (up to) limit keys in key order, and io.EOF once
 // every key was returned.
 func (sn *Snapshot) Next(ctx context.Context, limit int) ([]storage.KeyValue, error) {
-	if sn.done {
-		return nil, io.EOF
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -76,6 +73,9 @@ func (sn *Snapshot) Next(ctx context.Context, limit int) ([]storage.KeyValue, er
 	case <-sn.abort:
 		return nil, errReopening
 	default:
+	}
+	if sn.done {
+		return nil, io.EOF
 	}
 	kvs, more, err := mergeList(sn.snap, sn.prefix, storage.ListOptions{StartKey: sn.next, Limit: limit}, sn.past)
 	if err != nil {
