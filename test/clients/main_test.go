@@ -1,0 +1,48 @@
+// Package clients drives a real `leasehold serve` process with the clients
+// people reach for outside Go: Debian's python3-kubernetes (run by
+// /usr/bin/python3, the interpreter Debian's package is built for) and
+// @kubernetes/client-node 2.x (run by the Node.js binary pinned in
+// js/package.json, since client-node 2.x needs Node 22 or newer). Each
+// language's checks live in scripts next to this file; a Go test starts a
+// server, runs one script against the kubeconfig the server wrote, and
+// fails with the script's output when it exits non-zero.
+//
+// Invariants: the binary is built once per run (TestMain); each test has
+// its own server on a free port with its own data directory, stopped by
+// PID when the test ends; every script runs under a deadline. A client
+// that cannot be installed skips its tests with a NOT TESTED line on
+// stderr (internal/testdeps, npmDeps), never silently.
+package clients
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// leaseholdBinary is the binary TestMain built; read-only afterwards.
+var leaseholdBinary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "leasehold-clients-")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "clients: temp dir: %v\n", err)
+		os.Exit(1)
+	}
+	leaseholdBinary = filepath.Join(dir, "leasehold")
+	build := exec.Command("go", "build", "-o", leaseholdBinary, "github.com/leasehold/leasehold/cmd/leasehold")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "clients: go build ./cmd/leasehold: %v\n", err)
+		_ = os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		_ = os.RemoveAll(dir)
+		os.Exit(code)
+	}))
+}
