@@ -24,6 +24,12 @@ func BenchmarkLeaseRenewalAudit(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// The same, without the RequestReceived stage (as the default policy
+	// and most published policies): one event per request instead of two.
+	metadataOneStage, _, err := audit.ParsePolicy([]byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n"))
+	if err != nil {
+		b.Fatal(err)
+	}
 	def, err := audit.DefaultPolicy()
 	if err != nil {
 		b.Fatal(err)
@@ -35,6 +41,7 @@ func BenchmarkLeaseRenewalAudit(b *testing.B) {
 		mode   string
 	}{
 		{"metadata-batch", metadata, logbackend.ModeBatch},
+		{"metadata-one-stage-batch", metadataOneStage, logbackend.ModeBatch},
 		{"metadata-blocking", metadata, logbackend.ModeBlocking},
 		{"default-batch", def, logbackend.ModeBatch},
 	} {
