@@ -90,7 +90,10 @@ func startCandidate(t *testing.T, id string, cmd *exec.Cmd, leading chan<- *cand
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = cmd.Stdout // both into the pipe, in order
+	// Logs go to the output kept for failures, never into the stdout lines
+	// scanned: an unbuffered interpreter's log line can land between
+	// "LEADING id" and its newline.
+	cmd.Stderr = c
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting candidate %s: %v", id, err)
 	}
@@ -124,6 +127,13 @@ func (c *candidate) kill() {
 		panic(fmt.Sprintf("killing candidate %s: %v", c.id, err))
 	}
 	<-c.exited
+}
+
+// Write keeps the candidate's stderr with its output.
+func (c *candidate) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.out.Write(p)
 }
 
 func (c *candidate) output() string {
