@@ -267,3 +267,58 @@ func TestReplicasRunControllersOnOneReplica(t *testing.T) {
 	t.Logf("SIGTERM at %v; %s's controllers stopped at +%v; %s's started at +%v", termAt.Format(time.TimeOnly),
 		next.name, stoppedLeading[0].Time.Sub(termAt), last.name, began[0].Time.Sub(termAt))
 }
+
+// TestReplicaThatLosesTheLeaseStopsItsControllers freezes the leader
+// (SIGSTOP) past the lease duration: another replica takes over, and when
+// the frozen one resumes it stops its controllers on its first read of the
+// lease, keeps serving, and campaigns again instead of exiting.
+func TestReplicaThatLosesTheLeaseStopsItsControllers(t *testing.T) {
+	etcd := etcdtest.Start(t, etcdtest.Options{}).Endpoint
+	prefix := "/" + strings.ToLower(t.Name()) + "/registry"
+	rs := []*replica{startReplica(t, etcd, prefix, "replica-a"), startReplica(t, etcd, prefix, "replica-b")}
+	leader, _ := waitHolder(t, rs[0], controllerManager, rs, 2*replicaLeaseDuration)
+	other := rs[0]
+	if other == leader {
+		other = rs[1]
+	}
+	if err := leader.proc.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("SIGSTOP: %v", err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			if err := leader.proc.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+				t.Errorf("SIGCONT: %v", err)
+			}
+		}
+	}
+	defer resume()
+	_, took := waitHolder(t, other, controllerManager, []*replica{other}, replicaLeaseDuration+3*replicaRetryPeriod+3*time.Second)
+	t.Logf("%s frozen: %s leads after %v", leader.name, other.name, took)
+	resume()
+	resumedAt := time.Now()
+
+	var stopped []electionLog
+	if _, err := waitFor(replicaRenewDeadline+5*time.Second, func() (bool, error) {
+		stopped = electionEvents(leader, controllerManager, "stopped leading; controllers stopped")
+		return len(stopped) == 1, nil
+	}); err != nil {
+		t.Fatalf("%s did not stop its controllers after resuming: %v", leader.name, err)
+	}
+	t.Logf("%s stopped its controllers %v after resuming (reason %q)", leader.name, stopped[0].Time.Sub(resumedAt), stopped[0].Reason)
+	if h := holderOf(t, other, controllerManager, rs); h != other {
+		t.Fatalf("lease held by %v after %s resumed, want %s", h, leader.name, other.name)
+	}
+	if _, err := waitFor(5*time.Second, func() (bool, error) {
+		return len(electionEvents(leader, controllerManager, "Attempting to acquire leader lease...")) >= 2, nil
+	}); err != nil {
+		t.Errorf("%s does not campaign again: %v", leader.name, err)
+	}
+	if !serverRunning(leader.proc) {
+		t.Fatalf("%s exited after losing the lease (its controllers stopped in time)", leader.name)
+	}
+	if _, err := leader.cs.CoordinationV1().Leases(metav1.NamespaceSystem).Get(context.Background(), controllerManager, metav1.GetOptions{}); err != nil {
+		t.Errorf("%s no longer serves: %v", leader.name, err)
+	}
+}
