@@ -25,7 +25,6 @@ import (
 	"github.com/leasehold/leasehold/internal/discovery"
 	"github.com/leasehold/leasehold/internal/intern"
 	"github.com/leasehold/leasehold/internal/openapi"
-	"github.com/leasehold/leasehold/internal/pki"
 	"github.com/leasehold/leasehold/internal/registry"
 	nsregistry "github.com/leasehold/leasehold/internal/registry/namespace"
 	"github.com/leasehold/leasehold/internal/watchcache"
@@ -103,11 +102,8 @@ func Run(ctx context.Context, cfg Config) error {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	registerSnapshot(mux, store, log)
-	ready := &readiness{checks: []healthCheck{storageCheck(store)}}
-	for _, p := range []string{"/healthz", "/livez"} {
-		mux.HandleFunc(p, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	}
-	mux.HandleFunc("/readyz", ready.serve)
+	probe := newStoreProbe(store, len(cfg.EtcdServers) > 0)
+	ready := registerHealth(mux, probe)
 
 	authenticator, err := newAuthenticator(cfg, tlsConfig.ClientCAs)
 	if err != nil {
@@ -144,6 +140,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Finish:        apiserver.ObserveMetrics(apiMetrics, resources),
 		Logger:        log.With("component", "apiserver"),
 		StopWatches:   stopWatches,
+		Timeout:       cfg.RequestTimeout,
 	})
 	if err != nil {
 		return fmt.Errorf("building API server: %w", err)
@@ -157,6 +154,8 @@ func Run(ctx context.Context, cfg Config) error {
 		stopBG()
 		bg.Wait()
 	}()
+	bg.Add(1)
+	go func() { defer bg.Done(); probe.run(bgCtx) }()
 	if auditLog != nil {
 		bg.Add(1)
 		go func() {
@@ -208,6 +207,7 @@ func Run(ctx context.Context, cfg Config) error {
 		defer bg.Done()
 		namespaces.Run(bgCtx, loopback, nsregistry.System, namespaces.Interval, log.With("controller", "namespaces"))
 	}()
+	cfg.NodeLifecycle.StoreStatus = probe.nodeLifecycleStatus
 	if cfg.NodeLifecycle.OnMonitorPass == nil {
 		cfg.NodeLifecycle.OnMonitorPass = newMonitorPassMetric(reg)
 	}
@@ -270,22 +270,4 @@ func clientAddress(bind string, a net.Addr) string {
 		host = "127.0.0.1"
 	}
 	return net.JoinHostPort(host, port)
-}
-
-func setupTLS(cfg Config) (tlsConfigT, *pki.CA, error) {
-	ca, err := pki.EnsureCA(cfg.DataDir)
-	if err != nil {
-		return nil, nil, fmt.Errorf("certificate authority: %w", err)
-	}
-	certFile, keyFile := cfg.TLSCertFile, cfg.TLSPrivateKey
-	if certFile == "" {
-		if certFile, keyFile, err = ca.EnsureServingCert(cfg.DataDir, []string{cfg.BindAddress}); err != nil {
-			return nil, nil, fmt.Errorf("serving certificate: %w", err)
-		}
-	}
-	tc, err := ca.ServerTLSConfig(certFile, keyFile, cfg.ClientCAFile)
-	if err != nil {
-		return nil, nil, fmt.Errorf("TLS config: %w", err)
-	}
-	return tc, ca, nil
 }
