@@ -53,7 +53,9 @@ func newElectCmd() *cobra.Command {
 run COMMAND only while leading. When leadership is lost the command gets SIGTERM,
 then SIGKILL after --grace-period. On SIGTERM/SIGINT elect stops the command,
 releases the lease and exits. When the command exits by itself elect releases the
-lease and exits with the command's code.
+lease and exits with the command's code. Waiting candidates watch the lease
+(they need list and watch on it) and take a released lease at once; a lease
+that was not released is taken over only after --lease-duration.
 
 The command runs in its own process group with stdout and stderr passed through
 and this environment:

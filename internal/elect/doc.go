@@ -28,6 +28,10 @@
 //     controller names it holder. When the Lease names a preferredHolder it
 //     stops the command, deletes its LeaseCandidate and then releases, so
 //     the controller never hands the released Lease back to it.
+//   - A candidate watches the Lease and tries at once when it is released
+//     (fast hand-over), but the decision to take it stays client-go's, on a
+//     fresh read: a lease that was not released is taken over only after
+//     client-go has seen it unchanged for a lease duration (campaign.go).
 //   - An elector acquires at most once: after losing leadership it stops and
 //     exits (ExitLeadershipLost), like kube-controller-manager does, so a
 //     supervisor restarts it with a fresh state.

@@ -21,7 +21,8 @@ const (
 	handoverRenewDeadline = 15 * time.Second
 	handoverRetryPeriod   = 10 * time.Second
 	// handoverBound is far below the retry period yet generous: a
-	// hand-over measures about 25 ms on an idle machine (README); the rest
+	// hand-over's median is about 50 ms (README, BenchmarkElectHandover;
+	// with the watch disabled this test measured 19 s); the rest
 	// is for two processes being scheduled on a loaded 2-core machine
 	// (the old leader's command stopping, the release, the watch event,
 	// the takeover and the new command starting).
