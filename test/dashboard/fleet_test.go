@@ -24,7 +24,8 @@ func TestDashboardFleet(t *testing.T) {
 		t.Skip("set LEASEHOLD_DASHBOARD_FLEET=N to run the dashboard against N renewing nodes")
 	}
 	ctx := browser(t, 1400, 1000)
-	srv := startServer(t)
+	// The default grace: bench renews every 10 s, past the short one.
+	srv := startServer(t, "--node-monitor-grace-period", "50s")
 	start(t, "bench", "bench", "rate", "--kubeconfig", srv.kubeconfig, "--nodes", strconv.Itoa(n), "--register-nodes",
 		"--interval", "10s", "--duration", "30m", "--client", "lean")
 	_, url := startDashboard(t, srv.kubeconfig)
