@@ -218,11 +218,13 @@ func TestTableAndMetadata(t *testing.T) {
 	if err := json.Unmarshal(body, &table); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("%d %v %s", resp.StatusCode, err, body)
 	}
+	// kubectl's default output shows the priority-0 columns, Kubernetes'
+	// own; -o wide adds the priority-1 ones.
 	var cols []string
 	for _, c := range table.ColumnDefinitions {
-		cols = append(cols, c.Name)
+		cols = append(cols, fmt.Sprintf("%s/%d", c.Name, c.Priority))
 	}
-	if strings.Join(cols, ",") != "Name,Holder,Age" || len(table.Rows) != 1 || table.Rows[0].Cells[1] != "the-holder" {
+	if strings.Join(cols, ",") != "Name/0,Holder/0,Age/0,Renew Time/1,Expires In/1" || len(table.Rows) != 1 || table.Rows[0].Cells[1] != "the-holder" {
 		t.Fatalf("table %v rows %+v", cols, table.Rows)
 	}
 
