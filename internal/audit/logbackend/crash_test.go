@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -25,8 +26,9 @@ func crashHelper(dir string) {
 }
 
 // TestKill9LeavesWholeLines kills a writer with SIGKILL in the middle of
-// rotating and compressing, and checks that every line on disk is whole and
-// that no line is missing between the first and the last.
+// rotating and compressing, and checks that, once the log is opened again,
+// every line on disk is whole and no line is missing between the first and
+// the last.
 func TestKill9LeavesWholeLines(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -52,7 +54,48 @@ func TestKill9LeavesWholeLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd.Wait()
+	// The kill may have cut the last write short: a torn last line, which
+	// the next start drops (dropTornTail). Reopen as a restarted server
+	// would, then every line on disk must be whole.
+	b, err := New(Options{Path: path, MaxSizeMB: 1, Compress: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
 	seqs := readSeqs(t, path)
 	contiguous(t, seqs, 0, seqs[len(seqs)-1])
 	t.Logf("%d whole lines in order after kill -9", len(seqs))
+}
+
+// TestOpenDropsATornTail: a log whose last line was cut short is opened
+// with that line dropped and the whole lines kept.
+func TestOpenDropsATornTail(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	whole := strings.Repeat(`{"kind":"Event"}`+"\n", 5000) // longer than one read chunk
+	for _, c := range []struct{ content, want string }{
+		{whole + `{"kind":"Ev`, whole},
+		{whole, whole},
+		{`{"kind":"Ev`, ""},
+		{"", ""},
+	} {
+		if err := os.WriteFile(path, []byte(c.content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		b, err := New(Options{Path: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != c.want {
+			t.Errorf("%d bytes with a %d-byte tail: kept %d bytes, want %d", len(c.content), len(c.content)-len(whole), len(got), len(c.want))
+		}
+	}
 }

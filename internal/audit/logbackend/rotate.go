@@ -1,6 +1,7 @@
 package logbackend
 
 import (
+	"bytes"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -41,16 +42,16 @@ func openRotator(path string, maxSize int64, maxBackups int, maxAge time.Duratio
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("audit log directory: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o600) // read: dropTornTail
 	if err != nil {
 		return nil, fmt.Errorf("opening audit log: %w", err)
 	}
-	info, err := f.Stat()
+	size, err := dropTornTail(f)
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("audit log: %w", err)
+		return nil, fmt.Errorf("audit log %s: %w", path, err)
 	}
-	r.file, r.size = f, info.Size()
+	r.file, r.size = f, size
 	r.rotated <- struct{}{} // prune what earlier runs left
 	return r, nil
 }
@@ -253,4 +254,40 @@ func compressFile(path string) error {
 		return fmt.Errorf("removing compressed audit log: %w", err)
 	}
 	return nil
+}
+
+// dropTornTail cuts a line left unfinished at the end of the log, and
+// returns the size that remains. A kill -9 in the middle of a write(2) can
+// leave part of it on disk (Linux stops a write to a regular file between
+// pages when the process gets a fatal signal); that line was never
+// finished, so no request or batch counted it as logged, and appending to
+// it would glue the next event onto its garbage.
+func dropTornTail(f *os.File) (int64, error) {
+	info, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	size := info.Size()
+	const chunk = 64 << 10
+	buf := make([]byte, chunk)
+	end := size
+	for end > 0 {
+		start := max(end-chunk, 0)
+		n, err := f.ReadAt(buf[:end-start], start)
+		if err != nil && n < int(end-start) {
+			return 0, fmt.Errorf("reading the tail: %w", err)
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			end = start + int64(i) + 1
+			break
+		}
+		end = start
+	}
+	if end == size {
+		return size, nil
+	}
+	if err := f.Truncate(end); err != nil {
+		return 0, fmt.Errorf("cutting a torn last line: %w", err)
+	}
+	return end, nil
 }
