@@ -15,34 +15,12 @@
 package clients
 
 import (
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/leasehold/leasehold/internal/testdeps"
 )
 
 // leaseholdBinary is the binary TestMain built; read-only afterwards.
 var leaseholdBinary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "leasehold-clients-")
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "clients: temp dir: %v\n", err)
-		os.Exit(1)
-	}
-	leaseholdBinary = filepath.Join(dir, "leasehold")
-	build := exec.Command("go", "build", "-o", leaseholdBinary, "github.com/leasehold/leasehold/cmd/leasehold")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintf(os.Stderr, "clients: go build ./cmd/leasehold: %v\n", err)
-		_ = os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
-		_ = os.RemoveAll(dir)
-		os.Exit(code)
-	}))
-}
+func TestMain(m *testing.M) { testdeps.MainWithBinary(m, "clients", &leaseholdBinary) }

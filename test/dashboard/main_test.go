@@ -10,34 +10,12 @@
 package dashboard_test
 
 import (
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/leasehold/leasehold/internal/testdeps"
 )
 
 // binary is the leasehold binary built by TestMain; read-only afterwards.
 var binary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "leasehold-dashboard-")
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "dashboard: temp dir: %v\n", err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "leasehold")
-	build := exec.Command("go", "build", "-o", binary, "github.com/leasehold/leasehold/cmd/leasehold")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintf(os.Stderr, "dashboard: go build ./cmd/leasehold: %v\n", err)
-		_ = os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
-		_ = os.RemoveAll(dir)
-		os.Exit(code)
-	}))
-}
+func TestMain(m *testing.M) { testdeps.MainWithBinary(m, "dashboard", &binary) }
