@@ -65,13 +65,12 @@ func ensure(pkg, binary string) (string, error) {
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 		return cmd.CombinedOutput()
 	}
-	out, err := install()
-	if err != nil {
+	if _, err := install(); err != nil {
 		// A fresh machine may have no package lists yet, or stale ones.
 		if upd, uerr := exec.CommandContext(ctx, "apt-get", "update").CombinedOutput(); uerr != nil {
 			return "", fmt.Errorf("apt-get update: %w: %s", uerr, tail(upd))
 		}
-		if out, err = install(); err != nil {
+		if out, err := install(); err != nil {
 			return "", fmt.Errorf("apt-get install %s: %w: %s", pkg, err, tail(out))
 		}
 	}
