@@ -14,10 +14,11 @@
 // every request, resource or not, each reading and filling one
 // request.Record that it puts in the request's context:
 //
-//	request info → authenticate → limit → authorize → verb (admits writes) → finish
+//	request info → authenticate → audit → limit → authorize → verb (admits writes) → finish
 //
-// The seams are Config fields: Authenticator (internal/authn), Authorizer
-// (internal/authz), Admission (internal/admission), Limits and Finish, the
+// The seams are Config fields: Authenticator (internal/authn), Auditor
+// (internal/audit), Authorizer (internal/authz), Admission
+// (internal/admission), Limits, Timeout and Finish, the
 // end-of-request hook that receives each finished record (request metrics by
 // default). In-process clients (LoopbackConfig) pass the same stages under
 // the identity their code gave them.
@@ -37,18 +38,21 @@
 //     resource, checks the path's scope and calls update.
 //  2. requestinfo.go: the URL and method as the record's Attributes.
 //  3. authenticate.go: the caller (Config.Authenticator), or 401.
-//  4. limits.go: the in-flight and per-user limits, or 429.
-//  5. authorize.go: Config.Authorizer's decision, or 403.
-//  6. update.go: what an update means: the body names the URL's object, its
+//  4. audit.go: the request's audit ID (Audit-ID) and, with an Auditor,
+//     the policy's level and the RequestReceived event.
+//  5. limits.go: the in-flight and per-user limits (or 429), and the
+//     request's deadline (--request-timeout, ?timeout=).
+//  6. authorize.go: Config.Authorizer's decision, or 403.
+//  7. update.go: what an update means: the body names the URL's object, its
 //     resourceVersion is the stored one's, server-owned metadata is kept,
 //     validation, admission, the conditional write and its hand-off to the
 //     watch cache.
-//  7. write.go: reading a write request: options, the body, its decoding,
+//  8. write.go: reading a write request: options, the body, its decoding,
 //     and the admission call.
-//  8. managedfields.go: managedFields, with the renewal shortcut.
-//  9. current.go: the stored object the update starts from, from the watch
-//     cache (or the store while the cache lags).
-//  10. storagecodec.go: the protobuf envelope and the stored encoding.
+//  9. managedfields.go: managedFields, with the renewal shortcut.
+//  10. stored.go: the stored object the update starts from (the watch
+//     cache, or the store while the cache lags), the protobuf envelope and
+//     the stored encoding.
 //  11. answer.go: the updated lease in the negotiated representation.
 //  12. respond/respond.go: negotiation and the pooled response encoder.
 //
@@ -83,7 +87,7 @@
 //     were about a twentieth of a renewal's allocations), and the immutable
 //     fields are compared by hand, not by reflective semantic equality
 //     (about 7% of a renewal's CPU; TestValidateMetaUpdateMatchesApimachinery).
-//   - Decoding (storagecodec.go, unmarshalEnveloped): a protobuf body is
+//   - Decoding (stored.go, unmarshalEnveloped): a protobuf body is
 //     decoded straight out of Kubernetes' envelope instead of first copying
 //     the message out of it (those copies were 7% of a 100,000-node server's
 //     allocations).
@@ -94,7 +98,7 @@
 //     (StorageAdopter) instead of decoding the stored value again: a
 //     renewal decoded its lease twice (2.6% of the server's CPU and 1 KB of
 //     garbage per renewal in the 100,000-node run).
-//   - Memory (write.go, respond/respond.go, storagecodec.go): request bodies
+//   - Memory (write.go, respond/respond.go, stored.go): request bodies
 //     are read into recycled buffers that grow as bytes arrive (never from
 //     the announced Content-Length alone), responses
 //     are encoded into pooled buffers and allocators (two to three

@@ -70,7 +70,7 @@ type Config struct {
 	// MinRequestTimeout bounds watches without timeoutSeconds (default 30 min).
 	MinRequestTimeout time.Duration
 	// Timeout bounds every other request (--request-timeout,
-	// deadline.go); zero means DefaultRequestTimeout, negative no bound.
+	// limits.go); zero means DefaultRequestTimeout, negative no bound.
 	Timeout time.Duration
 	// StopWatches, when closed, ends every open watch (graceful shutdown:
 	// http.Server.Shutdown waits for handlers, and watches never end alone).
