@@ -22,7 +22,7 @@ const (
 	// KubeControllerManager (kube-controller-manager's own is
 	// "kube-controller-manager").
 	ControllerManagerLease = "leasehold-controller-manager"
-	KubeScheduler         = "system:kube-scheduler"
+	KubeScheduler          = "system:kube-scheduler"
 
 	// The labels that aggregate roles into admin, edit and view.
 	AggregateToAdmin = "rbac.authorization.k8s.io/aggregate-to-admin"
