@@ -145,6 +145,7 @@ func (s *Store) toEvent(ev *clientv3.Event) storage.Event {
 	e.Type = storage.EventPut
 	e.Value = nonNil(ev.Kv.Value)
 	e.CreateRevision = ev.Kv.CreateRevision
+	e.Object = s.handoffs.claim(ev.Kv.Key, ev.Kv.Value)
 	if !ev.IsCreate() && ev.PrevKv != nil {
 		e.PrevValue = nonNil(ev.PrevKv.Value)
 	}

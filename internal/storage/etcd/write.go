@@ -42,6 +42,11 @@ func (s *Store) Update(ctx context.Context, key string, expectedRevision int64, 
 	if err != nil {
 		return 0, err
 	}
+	return s.update(ctx, key, ek, expectedRevision, value)
+}
+
+// update is Update of key, whose etcd key is ek.
+func (s *Store) update(ctx context.Context, key, ek string, expectedRevision int64, value []byte) (int64, error) {
 	if err := s.acquire(); err != nil {
 		return 0, err
 	}
