@@ -54,9 +54,10 @@ func Classify(renew time.Time, duration time.Duration, now time.Time) (State, fl
 	}
 }
 
-// HeatByte is a heat-map cell: 0 for Unknown, else 1 + the age in
-// hundredths of the duration, capped at 250 (2.49 durations), so the page
-// can colour a cell from one byte and the thresholds stay on the server.
+// HeatByte is a heat-map cell's colour index: 0 for Unknown, else 1 + the
+// age in hundredths of the duration, capped at 250 (2.49 durations). The
+// page computes it from a cell's renewal code and duration (heatmap.go;
+// heatByte in web/app.js, which mirrors this function and LateFraction).
 func HeatByte(s State, ratio float64) byte {
 	if s == Unknown {
 		return 0

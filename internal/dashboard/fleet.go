@@ -43,6 +43,10 @@ type Fleet struct {
 	// rebuilt by the next reader after leases come or go.
 	sorted, nodeLeases []*leaseRecord
 	dirty              bool
+	// layout counts the rebuilds of nodeLeases: heat maps of one layout
+	// have the same lease in each cell, so one can be sent as a delta of
+	// the other.
+	layout uint64
 }
 
 // NewFleet returns an empty Fleet reading time from clk.
@@ -158,6 +162,7 @@ func (f *Fleet) order() {
 	}
 	f.nodeLeases = f.sorted[lo:hi:hi]
 	f.dirty = false
+	f.layout++
 }
 
 // orphaned says whether r's owner is a Node that is known not to exist.

@@ -62,8 +62,8 @@ func TestSnapshotCountsHeatAndRows(t *testing.T) {
 	if want := (Counts{Healthy: 1, Late: 1, Expired: 1, NotReady: 1}); s.Counts != want {
 		t.Errorf("counts %+v, want %+v", s.Counts, want)
 	}
-	if len(heat) != 3 || heat[0] != 6 || heat[1] != 51 || heat[2] != 126 {
-		t.Errorf("heat %v, want [6 51 126] (n1, n2, n3 in name order)", heat)
+	if got := heatBytes(heat, t0); len(got) != 3 || got[0] != 6 || got[1] != 51 || got[2] != 126 {
+		t.Errorf("heat %v, want [6 51 126] (n1, n2, n3 in name order)", got)
 	}
 	if s.Histogram[0] != 1 || s.Histogram[5] != 1 || s.Histogram[12] != 1 {
 		t.Errorf("histogram %v", s.Histogram)
@@ -181,8 +181,8 @@ func TestUpdatesReachSortedViews(t *testing.T) {
 		t.Fatalf("counts %+v, want one expired", s.Counts)
 	}
 	f.SetLease(lease(NodeLeaseNamespace, "n1", "n1", t0, 40, 0))
-	if s, heat := f.Snapshot(t0); s.Counts.Healthy != 1 || heat[0] != 1 {
-		t.Errorf("after a renewal: counts %+v heat %v, want one healthy", s.Counts, heat)
+	if s, heat := f.Snapshot(t0); s.Counts.Healthy != 1 || heatBytes(heat, t0)[0] != 1 {
+		t.Errorf("after a renewal: counts %+v heat %v, want one healthy", s.Counts, heatBytes(heat, t0))
 	}
 	if r := f.Rows(View{Limit: 1}, t0); r.Rows[0].Renew != t0.UnixMilli() {
 		t.Errorf("row renew %d, want %d", r.Rows[0].Renew, t0.UnixMilli())

@@ -12,13 +12,35 @@ import (
 	"time"
 )
 
-// frame is one published tick: the summary (already JSON) and the heat map.
+// frame is one published tick: the summary (already JSON) and the heat
+// map, with its encodings made once for every stream.
 type frame struct {
+	seq     uint64
 	summary []byte
-	heat    []byte
+	heat    *heatMap
 	at      time.Time
+	// delta is the heat map's change since frame seq-1 (base64), valid if
+	// hasDelta; a stream that sent frame seq-1 sends it, any other stream
+	// the keyframe.
+	delta    []byte
+	hasDelta bool
+	keyOnce  sync.Once
+	key      []byte
 	// next is closed when a newer frame is published.
 	next chan struct{}
+}
+
+// keyframe is the heat map whole (base64), encoded by the first stream
+// that needs it: most ticks no stream does.
+func (f *frame) keyframe() []byte {
+	f.keyOnce.Do(func() { f.key = base64Bytes(f.heat.keyframe()) })
+	return f.key
+}
+
+func base64Bytes(b []byte) []byte {
+	out := make([]byte, base64.StdEncoding.EncodedLen(len(b)))
+	base64.StdEncoding.Encode(out, b)
+	return out
 }
 
 // publisher hands the latest frame to every stream.
@@ -31,11 +53,15 @@ func newPublisher() *publisher {
 	return &publisher{latest: &frame{next: make(chan struct{})}}
 }
 
-func (p *publisher) publish(summary, heat []byte, at time.Time) {
+func (p *publisher) publish(summary []byte, heat *heatMap, at time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	old := p.latest
-	p.latest = &frame{summary: summary, heat: heat, at: at, next: make(chan struct{})}
+	f := &frame{seq: old.seq + 1, summary: summary, heat: heat, at: at, next: make(chan struct{})}
+	if d, ok := heat.delta(old.heat); ok {
+		f.delta, f.hasDelta = base64Bytes(d), true
+	}
+	p.latest = f
 	close(old.next)
 }
 
@@ -82,9 +108,11 @@ func (s *streams) get(id string) *stream {
 }
 
 // serveEvents is the page's one stream (Server-Sent Events): "hello" with
-// the stream id, then on every tick the summary, the heat map when it
-// changed (base64, one byte per node lease), and the view's rows when they
-// changed; rows also follow at once when the page posts a new view.
+// the stream id, then on every tick the summary, the heat map's changes
+// ("heatdelta") or, on the first tick and whenever the page missed a tick
+// or the map's layout changed, the whole map ("heat"), and the view's rows
+// when they changed; rows also follow at once when the page posts a new
+// view.
 func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
@@ -97,13 +125,15 @@ func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
-	var lastHeat, lastRows []byte
+	var lastRows []byte
+	// sentSeq is the frame whose heat map the page holds (0: none).
+	var sentSeq uint64
 	write := func(event string, data []byte) error {
 		_, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, data)
 		return err
 	}
-	// send writes a tick: the summary, the heat map if it changed, and
-	// the rows if they changed.
+	// send writes a tick: the summary, the heat map's change, and the
+	// rows if they changed.
 	send := func(f *frame) (err error) {
 		if f.summary == nil { // nothing published yet
 			return nil
@@ -111,12 +141,18 @@ func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request) {
 		if err := write("summary", f.summary); err != nil {
 			return err
 		}
-		if !bytes.Equal(f.heat, lastHeat) {
-			if err := write("heat", []byte(base64.StdEncoding.EncodeToString(f.heat))); err != nil {
-				return err
+		switch {
+		case f.hasDelta && f.seq == sentSeq+1:
+			if len(f.delta) > 0 {
+				err = write("heatdelta", f.delta)
 			}
-			lastHeat = f.heat
+		case f.seq != sentSeq:
+			err = write("heat", f.keyframe())
 		}
+		if err != nil {
+			return err
+		}
+		sentSeq = f.seq
 		lastRows, err = d.writeRows(write, st, lastRows)
 		return err
 	}

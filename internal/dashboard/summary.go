@@ -80,18 +80,19 @@ type Item struct {
 	Detail    string `json:"detail"`
 }
 
-// Snapshot computes the summary and the heat map (one HeatByte per node
-// lease, in namespace/name order) at now.
-func (f *Fleet) Snapshot(now time.Time) (Summary, []byte) {
+// Snapshot computes the summary and the heat map (one cell per node lease,
+// in namespace/name order) at now.
+func (f *Fleet) Snapshot(now time.Time) (Summary, *heatMap) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.order()
 	s := Summary{Now: now.UnixMilli(), NodeLeases: len(f.nodeLeases), Leases: len(f.leases), Nodes: len(f.nodes),
 		Histogram: make([]int, HistogramBuckets)}
-	heat := make([]byte, len(f.nodeLeases))
+	n := len(f.nodeLeases)
+	heat := &heatMap{layout: f.layout, codes: make([]uint16, n), durs: make([]uint16, n)}
 	for i, r := range f.nodeLeases {
 		st, ratio := Classify(r.renew, r.duration, now)
-		heat[i] = HeatByte(st, ratio)
+		heat.codes[i], heat.durs[i] = encodeCell(r.renew, r.duration, now)
 		switch st {
 		case Healthy:
 			s.Counts.Healthy++

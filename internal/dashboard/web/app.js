@@ -1,14 +1,20 @@
 // Leasehold dashboard page. The server aggregates; this script only draws.
 // One EventSource carries everything: "hello" (the stream id), "summary"
-// (counts, histogram, leaders, attention), "heat" (base64, one byte per
-// node lease: 0 never renewed, else 1 + age in hundredths of the duration)
-// and "rows" (the page of the table in view). Filters and paging are posted
-// to /view; the answer arrives on the same stream.
+// (counts, histogram, leaders, attention, the server's clock), "heat" (the
+// heat map whole: per node lease a renewal code and a duration, base64),
+// "heatdelta" (only the cells that changed since the previous tick) and
+// "rows" (the page of the table in view). Filters and paging are posted to
+// /view; the answer arrives on the same stream. The page computes each
+// cell's age from its renewal code and the summary's clock
+// (internal/dashboard/heatmap.go defines the encoding).
 "use strict";
 (function () {
   const $ = (id) => document.getElementById(id);
   const PAGE = 50;
   const LATE = 38; // HeatByte at LateFraction (1 + 37.5)
+  // Cell codes (heatmap.go): 0 never renewed, 65535 old, else 1 + the
+  // renewal time in 100 ms units modulo 65534.
+  const NEVER = 0, OLD = 65535, MOD = 65534, UNIT_MS = 100;
 
   // Colour of each heat byte, as 0xAABBGGRR for a little-endian Uint32Array.
   const rgb = (h) => [parseInt(h.slice(1, 3), 16), parseInt(h.slice(3, 5), 16), parseInt(h.slice(5, 7), 16)];
@@ -28,8 +34,8 @@
     palette[b] = (255 << 24) | (c[2] << 16) | (c[1] << 8) | c[0];
   }
 
-  const st = { id: null, offset: 0, clockOffset: 0, heat: new Uint8Array(0), rows: [], total: 0,
-    layout: null, firstPaint: false, summaries: 0, lastSummaryAt: 0 };
+  const st = { id: null, offset: 0, clockOffset: 0, codes: new Uint16Array(0), durs: new Uint16Array(0),
+    drawNow: 0, rows: [], total: 0, layout: null, firstPaint: false, summaries: 0, lastSummaryAt: 0 };
   const serverNow = () => Date.now() + st.clockOffset;
 
   // ---- stream ----
@@ -38,6 +44,7 @@
     es.addEventListener("hello", (e) => { st.id = JSON.parse(e.data).id; $("conn").textContent = "live"; $("conn").className = "conn live"; postView(); });
     es.addEventListener("summary", (e) => summary(JSON.parse(e.data)));
     es.addEventListener("heat", (e) => heat(e.data));
+    es.addEventListener("heatdelta", (e) => heatDelta(e.data));
     es.addEventListener("rows", (e) => rows(JSON.parse(e.data)));
     es.onerror = () => { $("conn").textContent = "reconnecting…"; $("conn").className = "conn down"; };
   }
@@ -59,6 +66,7 @@
     st.summaries++;
     st.lastSummaryAt = performance.now();
     st.lastSummary = s;
+    st.drawNow = s.now;
     const c = s.counts;
     $("count-healthy").textContent = c.healthy;
     $("count-late").textContent = c.late;
@@ -71,7 +79,7 @@
     histogram(s.histogram);
     attention(s.attention);
     leaders(s.leaders);
-    if (!st.firstPaint) requestDraw(); // an empty fleet sends no heat map
+    requestDraw(); // ages grow with the clock: every tick recolours the map
   }
 
   function access(a) {
@@ -171,13 +179,50 @@
   }
 
   // ---- heat map ----
-  function heat(b64) {
+  function bytes(b64) {
     const bin = atob(b64);
     const a = new Uint8Array(bin.length);
     for (let i = 0; i < bin.length; i++) a[i] = bin.charCodeAt(i);
-    st.heat = a;
+    return new DataView(a.buffer);
+  }
+
+  // heat: uint32 n, n codes, n durations (uint16, little-endian).
+  function heat(b64) {
+    const v = bytes(b64);
+    const n = v.getUint32(0, true);
+    st.codes = new Uint16Array(n);
+    st.durs = new Uint16Array(n);
+    for (let i = 0; i < n; i++) { st.codes[i] = v.getUint16(4 + 2 * i, true); st.durs[i] = v.getUint16(4 + 2 * n + 2 * i, true); }
     requestDraw();
   }
+
+  // heatdelta: entries of (uvarint gap to the previous index, code, duration).
+  function heatDelta(b64) {
+    const v = bytes(b64);
+    let p = 0, i = -1;
+    while (p < v.byteLength) {
+      let gap = 0, shift = 0, b;
+      do { b = v.getUint8(p++); gap += (b & 0x7f) * 2 ** shift; shift += 7; } while (b & 0x80);
+      i += gap;
+      st.codes[i] = v.getUint16(p, true);
+      st.durs[i] = v.getUint16(p + 2, true);
+      p += 4;
+    }
+    window.dash.deltas++;
+    requestDraw();
+  }
+
+  // heatByte is HeatByte (classify.go) of cell i at nowU, the server's clock
+  // in code units: 0 never renewed, else 1 + the age in hundredths of the
+  // duration, at most 250.
+  function heatByte(i, nowU) {
+    const c = st.codes[i], d = st.durs[i];
+    if (c === NEVER || d === 0) return 0;
+    if (c === OLD) return 250;
+    const age = (nowU - (c - 1) + MOD) % MOD;
+    return Math.min(250, 1 + Math.floor(age * 10 / d));
+  }
+  const nowUnits = (ms) => Math.floor(ms / UNIT_MS) % MOD;
 
   let drawPending = false;
   function requestDraw() {
@@ -187,12 +232,15 @@
   }
 
   const off = document.createElement("canvas");
+  // Reused from draw to draw: at 100,000 cells they are 100 KB and 400 KB.
+  let heatN = new Uint8Array(0), img = null;
   function draw() {
     const cv = $("heat");
     const dpr = window.devicePixelRatio || 1;
     const W = Math.round(cv.clientWidth * dpr), H = Math.round(cv.clientHeight * dpr);
     if (cv.width !== W || cv.height !== H) { cv.width = W; cv.height = H; }
-    const n = st.heat.length;
+    const n = st.codes.length;
+    const nowU = nowUnits(st.drawNow);
     const ctx = cv.getContext("2d");
     ctx.clearRect(0, 0, W, H);
     if (!n) { st.layout = null; markPainted(); return; }
@@ -203,15 +251,17 @@
     if (cell === 24 * dpr) { cols = Math.min(n, Math.floor(W / cell)); rowsN = Math.ceil(n / cols); }
     if (off.width !== cols || off.height !== rowsN) { off.width = cols; off.height = rowsN; }
     const octx = off.getContext("2d");
-    const img = octx.createImageData(cols, rowsN);
+    if (!img || img.width !== cols || img.height !== rowsN) img = octx.createImageData(cols, rowsN);
     const px = new Uint32Array(img.data.buffer);
-    for (let i = 0; i < n; i++) px[i] = palette[st.heat[i]];
+    if (heatN.length !== n) heatN = new Uint8Array(n);
+    for (let i = 0; i < n; i++) { heatN[i] = heatByte(i, nowU); px[i] = palette[heatN[i]]; }
+    px.fill(0, n); // a reused image may hold cells of a larger fleet
     octx.putImageData(img, 0, 0);
     ctx.imageSmoothingEnabled = false;
     const gap = cell >= 6 ? 1 : 0;
     if (gap) {
       for (let i = 0; i < n; i++) {
-        const c = paletteRGB[st.heat[i]];
+        const c = paletteRGB[heatN[i]];
         ctx.fillStyle = `rgb(${c[0]},${c[1]},${c[2]})`;
         ctx.fillRect((i % cols) * cell, Math.floor(i / cols) * cell, cell - gap, cell - gap);
       }
@@ -233,7 +283,7 @@
     const r = $("heat").getBoundingClientRect();
     const x = Math.floor((ev.clientX - r.left) * l.dpr / l.cell), y = Math.floor((ev.clientY - r.top) * l.dpr / l.cell);
     const i = y * l.cols + x;
-    return x < l.cols && i < st.heat.length ? i : -1;
+    return x < l.cols && i < st.codes.length ? i : -1;
   }
 
   let tipFor = -1;
@@ -247,7 +297,7 @@
     tipFor = i;
     const name = await (await fetch("cell?i=" + i)).text();
     if (tipFor !== i) return;
-    const b = st.heat[i];
+    const b = heatByte(i, nowUnits(serverNow()));
     tip.textContent = `${name}: ${b ? "age " + ((b - 1) / 100).toFixed(2) + "× duration" : "never renewed"}`;
     tip.hidden = false;
   }
@@ -300,7 +350,7 @@
   }
 
   // ---- wiring ----
-  window.dash = { paints: 0, interactiveAt: 0, palette: paletteRGB, state: st,
+  window.dash = { paints: 0, deltas: 0, interactiveAt: 0, palette: paletteRGB, state: st,
     // pixel returns the [r,g,b] drawn at the centre of heat-map cell i.
     pixel(i) {
       const l = st.layout;
