@@ -134,7 +134,14 @@ func (h *electHarness) start(identity string) *elector {
 // startWith is start with extra elect flags (before the command).
 func (h *electHarness) startWith(identity string, extra ...string) *elector {
 	h.t.Helper()
-	args := append([]string{"elect", "--kubeconfig", h.kubeconfig, "--lease", h.lease, "--identity", identity,
+	return h.startVia(h.kubeconfig, identity, extra...)
+}
+
+// startVia is startWith through another kubeconfig (another server of
+// the same cluster, such as one replica rather than the load balancer).
+func (h *electHarness) startVia(kubeconfig, identity string, extra ...string) *elector {
+	h.t.Helper()
+	args := append([]string{"elect", "--kubeconfig", kubeconfig, "--lease", h.lease, "--identity", identity,
 		"--lease-duration", electLeaseDuration.String(), "--renew-deadline", electRenewDeadline.String(),
 		"--retry-period", electRetryPeriod.String(), "--grace-period", electGracePeriod.String()}, extra...)
 	return h.startProcess(identity, h.bin, append(args, "--", "sh", "-c", electScript)...)

@@ -8,65 +8,146 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
 	"github.com/leasehold/leasehold/internal/testdeps"
 )
 
-// etcdProc is one single-member etcd server run as a real process
-// (Debian's etcd-server), so that a test can stop it dead (SIGSTOP) under a
-// serving replica, the way a lost quorum looks to a client: connections
-// stay open and nothing answers.
+// etcdStartTimeout bounds how long a member (or a cluster) may take to
+// answer /health; generous because the 2-core machine is shared.
+const etcdStartTimeout = 30 * time.Second
+
+// etcdProc is one etcd member run as a real process (Debian's
+// etcd-server), so that a test can stop it dead (SIGSTOP) under a serving
+// replica, the way a lost quorum looks to a client (connections stay open
+// and nothing answers), or kill it with -9 and start it again on the same
+// data directory and ports.
 type etcdProc struct {
+	// Name is the member's --name.
+	Name string
 	// Endpoint is the client URL, http://127.0.0.1:PORT.
 	Endpoint string
-	t        *testing.T
-	cmd      *exec.Cmd
-	exited   chan struct{}
+
+	t    *testing.T
+	bin  string
+	args []string
+	logs *syncBuffer
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd has exited
 }
 
-// startEtcdProcess starts etcd on free ports in a temporary directory and
-// waits (at most 30 s) until it answers /health; it is killed when the test
-// ends, after being continued if it was stopped.
+// etcdCluster is a set of etcd members started together.
+type etcdCluster struct {
+	Members []*etcdProc
+}
+
+// startEtcdProcess starts a single-member etcd on free ports in a
+// temporary directory and waits until it answers /health; it is killed
+// when the test ends, after being continued if it was stopped.
 func startEtcdProcess(t *testing.T) *etcdProc {
 	t.Helper()
-	bin := testdeps.Debian(t, "etcd-server", "etcd")
-	client := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-	peer := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-	dir := filepath.Join(t.TempDir(), "etcd")
-	cmd := exec.Command(bin, "--name", "e2e", "--data-dir", dir,
-		"--listen-client-urls", client, "--advertise-client-urls", client,
-		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-		"--initial-cluster", "e2e="+peer, "--log-level", "error")
-	logs := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = etcdLog{logs}, etcdLog{logs}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting etcd: %v", err)
-	}
-	p := &etcdProc{Endpoint: client, t: t, cmd: cmd, exited: make(chan struct{})}
-	// Owned by the process: it ends when etcd exits (the cleanup kills it).
-	go func() {
-		_ = cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGCONT)
-		_ = cmd.Process.Kill()
-		<-p.exited
-		if t.Failed() {
-			t.Logf("etcd log:\n%s", logs.String())
-		}
-	})
-	if _, err := waitFor(30*time.Second, func() (bool, error) { return p.healthy(), nil }); err != nil {
-		t.Fatalf("etcd did not become healthy within 30s: %v; log:\n%s", err, logs.String())
-	}
-	return p
+	return startEtcdCluster(t, 1).Members[0]
 }
 
-// healthy reports whether etcd answers its /health endpoint with 200.
+// startEtcdCluster starts an n-member etcd cluster on free ports (all
+// members at once: each waits for the others to form the cluster) and
+// waits until every member answers /health.
+func startEtcdCluster(t *testing.T, n int) *etcdCluster {
+	t.Helper()
+	bin := testdeps.Debian(t, "etcd-server", "etcd")
+	dir := t.TempDir()
+	c := &etcdCluster{}
+	var initial []string
+	peers := make([]string, n)
+	for i := range n {
+		peers[i] = fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+		initial = append(initial, fmt.Sprintf("m%d=%s", i, peers[i]))
+	}
+	for i := range n {
+		name := fmt.Sprintf("m%d", i)
+		client := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+		m := &etcdProc{Name: name, Endpoint: client, t: t, bin: bin, logs: &syncBuffer{}, args: []string{
+			"--name", name, "--data-dir", filepath.Join(dir, name),
+			"--listen-client-urls", client, "--advertise-client-urls", client,
+			"--listen-peer-urls", peers[i], "--initial-advertise-peer-urls", peers[i],
+			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
+			"--initial-cluster-token", "e2e", "--log-level", "error",
+		}}
+		m.start()
+		t.Cleanup(func() {
+			m.stop()
+			if t.Failed() {
+				t.Logf("etcd %s log:\n%s", name, m.logs.String())
+			}
+		})
+		c.Members = append(c.Members, m)
+	}
+	for _, m := range c.Members {
+		m.waitHealthy()
+	}
+	return c
+}
+
+// start runs the member's process with its arguments (a restart keeps the
+// data directory, so the member rejoins with what it had).
+func (p *etcdProc) start() {
+	p.t.Helper()
+	cmd := exec.Command(p.bin, p.args...)
+	cmd.Stdout, cmd.Stderr = etcdLog{p.logs}, etcdLog{p.logs}
+	if err := cmd.Start(); err != nil {
+		p.t.Fatalf("starting etcd %s: %v", p.Name, err)
+	}
+	exited := make(chan struct{})
+	// Owned by the process: it ends when etcd exits (Kill and the cleanup
+	// kill it and wait for this).
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	p.mu.Lock()
+	p.cmd, p.exited = cmd, exited
+	p.mu.Unlock()
+}
+
+// stop kills the process (continued first if it was stopped) and waits
+// for it; it is a no-op once the process has exited.
+func (p *etcdProc) stop() {
+	p.mu.Lock()
+	cmd, exited := p.cmd, p.exited
+	p.mu.Unlock()
+	_ = cmd.Process.Signal(syscall.SIGCONT)
+	_ = cmd.Process.Kill()
+	<-exited
+}
+
+// Kill is kill -9 of the member; Restart starts it again on the same data
+// directory and ports and waits until it answers /health.
+func (p *etcdProc) Kill() { p.stop() }
+
+func (p *etcdProc) Restart() {
+	p.t.Helper()
+	p.start()
+	p.waitHealthy()
+}
+
+func (p *etcdProc) waitHealthy() {
+	p.t.Helper()
+	if _, err := waitFor(etcdStartTimeout, func() (bool, error) { return p.healthy(), nil }); err != nil {
+		p.t.Fatalf("etcd %s did not become healthy within %v: %v; log:\n%s", p.Name, etcdStartTimeout, err, p.logs.String())
+	}
+}
+
+// healthy reports whether etcd answers its /health endpoint with 200 (a
+// member answers 503 while the cluster has no leader).
 func (p *etcdProc) healthy() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
@@ -88,9 +169,67 @@ func (p *etcdProc) Resume() { p.signal(syscall.SIGCONT) }
 
 func (p *etcdProc) signal(sig os.Signal) {
 	p.t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		p.t.Fatalf("signal %v to etcd (pid %s): %v", sig, strconv.Itoa(p.cmd.Process.Pid), err)
+	p.mu.Lock()
+	cmd := p.cmd
+	p.mu.Unlock()
+	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		p.t.Fatalf("signal %v to etcd %s (pid %d): %v", sig, p.Name, cmd.Process.Pid, err)
 	}
+}
+
+// Endpoints is the members' client URLs, comma-separated, for
+// --etcd-servers.
+func (c *etcdCluster) Endpoints() string {
+	var eps []string
+	for _, m := range c.Members {
+		eps = append(eps, m.Endpoint)
+	}
+	return strings.Join(eps, ",")
+}
+
+// Leader is the member that is raft leader now, as the members report it
+// (every member it can reach must name the same one); it waits up to
+// within for an elected leader.
+func (c *etcdCluster) Leader(t *testing.T, within time.Duration) *etcdProc {
+	t.Helper()
+	var leader *etcdProc
+	if _, err := waitFor(within, func() (bool, error) {
+		leader = nil
+		ids := map[uint64]*etcdProc{}
+		var leaderID uint64
+		for _, m := range c.Members {
+			id, lead, err := memberStatus(m.Endpoint)
+			if err != nil {
+				continue // a member that is down
+			}
+			ids[id] = m
+			if leaderID != 0 && lead != leaderID {
+				return false, fmt.Errorf("members disagree on the leader: %x and %x", leaderID, lead)
+			}
+			leaderID = lead
+		}
+		leader = ids[leaderID]
+		return leader != nil, fmt.Errorf("leader %x is not among the members that answer", leaderID)
+	}); err != nil {
+		t.Fatalf("no etcd leader within %v: %v", within, err)
+	}
+	return leader
+}
+
+// memberStatus asks one member for its id and the leader it follows.
+func memberStatus(endpoint string) (id, leader uint64, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return 0, 0, fmt.Errorf("etcd client for %s: %w", endpoint, err)
+	}
+	defer cli.Close()
+	st, err := cli.Status(ctx, endpoint)
+	if err != nil {
+		return 0, 0, fmt.Errorf("status of %s: %w", endpoint, err)
+	}
+	return st.Header.MemberId, st.Leader, nil
 }
 
 // etcdLog collects etcd's output into a syncBuffer.

@@ -66,47 +66,20 @@ func TestStoreOutageAnswersAndRecovers(t *testing.T) {
 		}
 	}
 
-	// timed runs one request and checks its answer's code and reason and
-	// that it came within limit.
-	timed := func(r *rawAdmin, what, method, path, body string, limit time.Duration, want ...int) rawAnswer {
-		t.Helper()
-		start := time.Now()
-		ans, err := r.do(ctx, method, path, body)
-		took := time.Since(start)
-		if err != nil {
-			t.Fatalf("%s: %v after %v", what, err, took)
-		}
-		st, ok := ans.status()
-		good := false
-		for _, w := range want {
-			good = good || ans.code == w
-		}
-		if !ok || !good || took > limit {
-			t.Errorf("%s: %v after %v; want one of %v as a Status within %v", what, ans, took, want, limit)
-		}
-		switch {
-		case ans.code == http.StatusServiceUnavailable && (ans.retryAfter != "1" || st.Reason != metav1.StatusReasonServiceUnavailable):
-			t.Errorf("%s: %v; want Retry-After 1 and reason ServiceUnavailable", what, ans)
-		case ans.code == http.StatusGatewayTimeout && st.Reason != metav1.StatusReasonTimeout:
-			t.Errorf("%s: %v; want reason Timeout", what, ans)
-		}
-		t.Logf("%s: %d after %v", what, ans.code, took.Round(time.Millisecond))
-		return ans
-	}
 	lease := leasePath(durabilityNamespace, "before-0")
 	// The per-call deadline (5 s) ends a read: nothing was done, retry.
-	timed(ra, "consistent get", http.MethodGet, lease, "", 8*time.Second, http.StatusServiceUnavailable)
-	timed(ra, "consistent list", http.MethodGet, leasePath(durabilityNamespace, ""), "", 8*time.Second, http.StatusServiceUnavailable)
+	timedRequest(t, ctx, ra, "consistent get", http.MethodGet, lease, "", 8*time.Second, http.StatusServiceUnavailable)
+	timedRequest(t, ctx, ra, "consistent list", http.MethodGet, leasePath(durabilityNamespace, ""), "", 8*time.Second, http.StatusServiceUnavailable)
 	// A write: refused (503) or of unknown fate (504), never a 500 or a hang.
-	timed(ra, "create", http.MethodPost, leasePath(durabilityNamespace, ""), leaseBody(durabilityNamespace, "during", "h"), 8*time.Second,
+	timedRequest(t, ctx, ra, "create", http.MethodPost, leasePath(durabilityNamespace, ""), leaseBody(durabilityNamespace, "during", "h"), 8*time.Second,
 		http.StatusServiceUnavailable, http.StatusGatewayTimeout)
 	// The client's shorter ?timeout= and the replica's --request-timeout 2s
 	// end requests sooner, as kube-apiserver's 504.
-	ans := timed(ra, "get ?timeout=1s", http.MethodGet, lease+"?timeout=1s", "", 3*time.Second, http.StatusGatewayTimeout)
+	ans := timedRequest(t, ctx, ra, "get ?timeout=1s", http.MethodGet, lease+"?timeout=1s", "", 3*time.Second, http.StatusGatewayTimeout)
 	if st, _ := ans.status(); st.Message != "Timeout: request did not complete within requested timeout - context deadline exceeded" {
 		t.Errorf("get ?timeout=1s: message %q", st.Message)
 	}
-	timed(rb, "get with --request-timeout 2s", http.MethodGet, lease, "", 4*time.Second, http.StatusGatewayTimeout)
+	timedRequest(t, ctx, rb, "get with --request-timeout 2s", http.MethodGet, lease, "", 4*time.Second, http.StatusGatewayTimeout)
 	// The watch cache still answers reads that accept any version.
 	if ans, err := ra.do(ctx, http.MethodGet, lease+"?resourceVersion=0", ""); err != nil || ans.code != http.StatusOK {
 		t.Errorf("get at resourceVersion=0 during the outage: %v %v, want 200 from the cache", ans, err)
@@ -148,4 +121,42 @@ func TestStoreOutageAnswersAndRecovers(t *testing.T) {
 	if ans, err := rb.do(ctx, http.MethodPost, leasePath(durabilityNamespace, ""), leaseBody(durabilityNamespace, "after", "h")); err != nil || ans.code != http.StatusCreated {
 		t.Errorf("create after recovery: %v %v", ans, err)
 	}
+}
+
+// timedRequest runs one request and checks that its answer came within
+// limit, is a Status with one of the codes in want, and, for a 503, has
+// Retry-After 1 and reason ServiceUnavailable, or, for a 504, reason
+// Timeout: how a replica answers while its store is unreachable. It may be
+// called from several goroutines at once (it reports with t.Errorf).
+func timedRequest(t *testing.T, ctx context.Context, r *rawAdmin, what, method, path, body string, limit time.Duration, want ...int) rawAnswer {
+	t.Helper()
+	start := time.Now()
+	ans, err := r.do(ctx, method, path, body)
+	took := time.Since(start)
+	if err != nil {
+		t.Errorf("%s: %v after %v", what, err, took)
+		return ans
+	}
+	checkOutageAnswer(t, what, ans, took, limit, want...)
+	return ans
+}
+
+// checkOutageAnswer is timedRequest's check of an answer that took took.
+func checkOutageAnswer(t *testing.T, what string, ans rawAnswer, took, limit time.Duration, want ...int) {
+	t.Helper()
+	st, ok := ans.status()
+	good := false
+	for _, w := range want {
+		good = good || ans.code == w
+	}
+	if !ok || !good || took > limit {
+		t.Errorf("%s: %v after %v; want one of %v as a Status within %v", what, ans, took, want, limit)
+	}
+	switch {
+	case ans.code == http.StatusServiceUnavailable && (ans.retryAfter != "1" || st.Reason != metav1.StatusReasonServiceUnavailable):
+		t.Errorf("%s: %v; want Retry-After 1 and reason ServiceUnavailable", what, ans)
+	case ans.code == http.StatusGatewayTimeout && st.Reason != metav1.StatusReasonTimeout:
+		t.Errorf("%s: %v; want reason Timeout", what, ans)
+	}
+	t.Logf("%s: %d after %v", what, ans.code, took.Round(time.Millisecond))
 }
