@@ -113,7 +113,7 @@ func (f *Fleet) Snapshot(now time.Time) (Summary, *heatMap) {
 		}
 		if len(n.flips) >= flapThreshold {
 			s.Attention.FlappingTotal++
-			addItem(&s.Attention.Flapping, Item{Name: name, Detail: fmt.Sprintf("Ready changed %d times in %v, now %s", len(n.flips), flapWindow, readyText(n.ready))})
+			addItem(&s.Attention.Flapping, "", name, "Ready changed %d times in %v, now %s", len(n.flips), flapWindow, readyText(n.ready))
 		}
 	}
 	s.Leaders = f.leadersAt(now)
@@ -127,16 +127,16 @@ func (f *Fleet) leaseAttention(a *Attention, now time.Time) {
 	for _, r := range f.sorted {
 		if !r.lateAt.IsZero() && now.Sub(r.lateAt) < lateWindow {
 			a.LateTotal++
-			addItem(&a.Late, Item{r.key.ns, r.key.name, fmt.Sprintf("renewed %v after the previous renewal (%v ago)", r.lateGap.Round(100*time.Millisecond), now.Sub(r.lateAt).Round(time.Second))})
+			addItem(&a.Late, r.key.ns, r.key.name, "renewed %v after the previous renewal (%v ago)", r.lateGap.Round(100*time.Millisecond), now.Sub(r.lateAt).Round(time.Second))
 		}
 		if absDuration(r.skew) > SkewThreshold {
 			a.SkewedTotal++
-			addItem(&a.Skewed, Item{r.key.ns, r.key.name, fmt.Sprintf("renewTime %v from when the renewal was seen (holder %s)", r.skew.Round(100*time.Millisecond), r.holder)})
+			addItem(&a.Skewed, r.key.ns, r.key.name, "renewTime %v from when the renewal was seen (holder %s)", r.skew.Round(100*time.Millisecond), r.holder)
 		}
 		if _, ok := r.labels[identityLabel]; ok && r.key.ns == "kube-system" {
 			if st, _ := Classify(r.renew, r.duration, now); st == Expired {
 				a.IdentityTotal++
-				addItem(&a.Identity, Item{r.key.ns, r.key.name, fmt.Sprintf("expired %v ago, awaiting collection (holder %s)", now.Sub(r.renew.Add(r.duration)).Round(time.Second), r.holder)})
+				addItem(&a.Identity, r.key.ns, r.key.name, "expired %v ago, awaiting collection (holder %s)", now.Sub(r.renew.Add(r.duration)).Round(time.Second), r.holder)
 			}
 		}
 	}
@@ -168,9 +168,11 @@ func (f *Fleet) leadersAt(now time.Time) []Leader {
 	return out
 }
 
-func addItem(items *[]Item, it Item) {
+// addItem appends an item unless the list is full; the detail is formatted
+// only then: a fleet that restarted has every lease late at once.
+func addItem(items *[]Item, ns, name, format string, args ...any) {
 	if len(*items) < maxAttention {
-		*items = append(*items, it)
+		*items = append(*items, Item{Namespace: ns, Name: name, Detail: fmt.Sprintf(format, args...)})
 	}
 }
 
