@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/leasehold/leasehold/internal/storage"
@@ -17,8 +18,10 @@ import (
 // Store is a storage.Interface on an etcd cluster.
 type Store struct {
 	client *clientv3.Client
-	keys   keyMap
-	log    *slog.Logger
+	// kv sends the write transactions (txn.go).
+	kv   pb.KVClient
+	keys keyMap
+	log  *slog.Logger
 	// callTimeout bounds each request (deadline.go).
 	callTimeout time.Duration
 
@@ -83,12 +86,15 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		TLS:         tc,
 		Logger:      newZapLogger(cfg.Logger),
 		DialOptions: pickFirst,
+		// clientv3's defaults, spelled out for txn.go's own requests.
+		MaxCallSendMsgSize: maxCallSendMsgSize,
+		MaxCallRecvMsgSize: maxCallRecvMsgSize,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcd: connecting to %v: %w", cfg.Endpoints, err)
 	}
 	closing, stop := context.WithCancel(context.Background())
-	s := &Store{client: client, keys: keyMap{prefix: cfg.Prefix}, log: cfg.Logger, callTimeout: cfg.CallTimeout, closing: closing, stop: stop}
+	s := &Store{client: client, kv: clientv3.RetryKVClient(client), keys: keyMap{prefix: cfg.Prefix}, log: cfg.Logger, callTimeout: cfg.CallTimeout, closing: closing, stop: stop}
 
 	s.preferLeader(ctx)
 	pingCtx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/leasehold/leasehold/internal/storage"
@@ -21,10 +22,11 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 	defer s.release()
 	cctx, cancel := s.callContext(ctx)
 	defer cancel()
-	resp, err := s.client.Txn(cctx).
-		If(clientv3.Compare(clientv3.CreateRevision(ek), "=", 0)).
-		Then(clientv3.OpPut(ek, string(value))).
-		Commit()
+	k := []byte(ek)
+	resp, err := s.txn(cctx, &pb.TxnRequest{
+		Compare: []*pb.Compare{notCreated(k)},
+		Success: []*pb.RequestOp{putOp(k, value)},
+	})
 	if err != nil {
 		return 0, s.fail(ctx, "etcd: create "+key, true, err)
 	}
@@ -58,11 +60,12 @@ func (s *Store) update(ctx context.Context, key, ek string, expectedRevision int
 	}
 	cctx, cancel := s.callContext(ctx)
 	defer cancel()
-	resp, err := s.client.Txn(cctx).
-		If(clientv3.Compare(clientv3.ModRevision(ek), "=", expectedRevision)).
-		Then(clientv3.OpPut(ek, string(value))).
-		Else(clientv3.OpGet(ek, clientv3.WithCountOnly())).
-		Commit()
+	k := []byte(ek)
+	resp, err := s.txn(cctx, &pb.TxnRequest{
+		Compare: []*pb.Compare{modRevisionIs(k, expectedRevision)},
+		Success: []*pb.RequestOp{putOp(k, value)},
+		Failure: []*pb.RequestOp{countOp(k)},
+	})
 	if err != nil {
 		return 0, s.fail(ctx, "etcd: update "+key, true, err)
 	}
@@ -86,18 +89,15 @@ func (s *Store) Delete(ctx context.Context, key string, expectedRevision int64) 
 	if expectedRevision < 0 {
 		return storage.KeyValue{}, 0, s.preconditionError(ctx, "delete", key, ek)
 	}
-	del := clientv3.OpDelete(ek, clientv3.WithPrevKV())
+	k := []byte(ek)
+	req := &pb.TxnRequest{Success: []*pb.RequestOp{deleteOp(k)}}
+	if expectedRevision > 0 {
+		req.Compare = []*pb.Compare{modRevisionIs(k, expectedRevision)}
+		req.Failure = []*pb.RequestOp{countOp(k)}
+	}
 	cctx, cancel := s.callContext(ctx)
 	defer cancel()
-	txn := s.client.Txn(cctx)
-	if expectedRevision > 0 {
-		txn = txn.If(clientv3.Compare(clientv3.ModRevision(ek), "=", expectedRevision)).
-			Then(del).
-			Else(clientv3.OpGet(ek, clientv3.WithCountOnly()))
-	} else {
-		txn = txn.Then(del)
-	}
-	resp, err := txn.Commit()
+	resp, err := s.txn(cctx, req)
 	if err != nil {
 		return storage.KeyValue{}, 0, s.fail(ctx, "etcd: delete "+key, true, err)
 	}
@@ -114,7 +114,7 @@ func (s *Store) Delete(ctx context.Context, key string, expectedRevision int64) 
 
 // failedPrecondition turns the Else branch's count into ErrNotFound (the key
 // is gone) or ErrConflict (it changed).
-func failedPrecondition(op, key string, expected int64, resp *clientv3.TxnResponse) error {
+func failedPrecondition(op, key string, expected int64, resp *pb.TxnResponse) error {
 	if resp.Responses[0].GetResponseRange().GetCount() == 0 {
 		return fmt.Errorf("etcd: %s %s: %w", op, key, storage.ErrNotFound)
 	}
