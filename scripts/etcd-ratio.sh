@@ -21,7 +21,9 @@
 #
 # Environment: CLIENTS (default 64), CONNS (bench max connections, default
 # 4), SERVER_ENV (extra environment for the replica), SERVER_FLAGS (extra
-# serve flags), PROFILE=0 to skip the profile.
+# serve flags), RAW_FLAGS (extra bench etcd-cas flags: RAW_FLAGS=--leader
+# sends the raw transactions to the etcd leader, as the replica does, for
+# the stricter yardstick), PROFILE=0 to skip the profile.
 set -euo pipefail
 bin=$(realpath "$1") out=$2 duration=${3:-20s} rounds=${4:-3}
 clients=${CLIENTS:-64}
@@ -89,7 +91,8 @@ per1000() { python3 -c 'import json,sys; print(round(int(sys.argv[1]) * 1000 / m
 ratios=()
 for r in $(seq 1 "$rounds"); do
 	e0=$(cpu_ms "${etcd_pids[@]}")
-	/usr/bin/time -f '%U %S' -o "$out/raw-$r.time" "$bin" bench etcd-cas --etcd-servers "$endpoints" --clients "$clients" --namespace "round$r" \
+	# shellcheck disable=SC2086 # RAW_FLAGS is a list of words
+	/usr/bin/time -f '%U %S' -o "$out/raw-$r.time" "$bin" bench etcd-cas --etcd-servers "$endpoints" --clients "$clients" --namespace "round$r" ${RAW_FLAGS:-} \
 		--duration "$duration" --output json >"$out/raw-$r.json" 2>"$out/raw-$r.log"
 	raw_etcd=$(per1000 $(( $(cpu_ms "${etcd_pids[@]}") - e0 )) "$out/raw-$r.json")
 	raw_gen=$(per1000 "$(awk '{printf "%d", ($1 + $2) * 1000}' "$out/raw-$r.time")" "$out/raw-$r.json")

@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/leasehold/leasehold/internal/bench"
+	"github.com/leasehold/leasehold/internal/storage/etcd"
 )
 
 // newBenchEtcdCASCmd is `bench etcd-cas`: the raw etcd compare-and-put
@@ -20,6 +21,7 @@ func newBenchEtcdCASCmd() *cobra.Command {
 		endpoints []string
 		keys      int
 		valueSize int
+		leader    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "etcd-cas",
@@ -29,10 +31,16 @@ func newBenchEtcdCASCmd() *cobra.Command {
 each swap their share of --leases keys back to back, as bench max renews
 leases. Run it against the cluster a server under test uses, alternately
 with bench max through that server, and compare the throughputs. Keys live
-under /leasehold-bench/, outside any server's /registry prefix.`,
+under /leasehold-bench/, outside any server's /registry prefix.
+
+By default the transactions go through etcd's own client, which spreads
+them round-robin over the members (followers forward writes to the
+leader). --leader sends them all to the leader instead, as serve's etcd
+driver does (pick-first, leader first): the yardstick then has the
+driver's own advantage and the comparison shows only the server's cost.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return flags.profiled(func() error { return runBenchEtcdCAS(cmd, &flags, endpoints, keys, valueSize) })
+			return flags.profiled(func() error { return runBenchEtcdCAS(cmd, &flags, endpoints, keys, valueSize, leader) })
 		},
 	}
 	fl := cmd.Flags()
@@ -40,6 +48,7 @@ under /leasehold-bench/, outside any server's /registry prefix.`,
 	fl.StringVar(&flags.namespace, "namespace", "bench", "names the run's key range, so runs can keep apart")
 	fl.IntVar(&flags.clients, "clients", 64, "number of concurrent clients")
 	fl.IntVar(&keys, "leases", 1000, "number of keys, partitioned among the clients")
+	fl.BoolVar(&leader, "leader", false, "send every transaction to the etcd leader, as serve's driver does, instead of round-robin over the members")
 	fl.IntVar(&valueSize, "value-size", 350, "bytes written per swap (a stored renewed Lease is about 350)")
 	fl.DurationVar(&flags.duration, "duration", 30*time.Second, "length of the measured period, after setup")
 	fl.DurationVar(&flags.requestTimeout, "request-timeout", bench.DefaultRequestTimeout, "timeout of each transaction")
@@ -49,18 +58,31 @@ under /leasehold-bench/, outside any server's /registry prefix.`,
 	return cmd
 }
 
-func runBenchEtcdCAS(cmd *cobra.Command, flags *benchFlags, endpoints []string, keys, valueSize int) error {
+func runBenchEtcdCAS(cmd *cobra.Command, flags *benchFlags, endpoints []string, keys, valueSize int, leader bool) error {
 	if len(endpoints) == 0 {
 		return fmt.Errorf("--etcd-servers is required")
 	}
 	if flags.output != "text" && flags.output != "json" {
 		return fmt.Errorf("--output %q: want text or json", flags.output)
 	}
-	client, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 10 * time.Second})
-	if err != nil {
-		return fmt.Errorf("connecting to etcd %v: %w", endpoints, err)
+	var client *clientv3.Client
+	if leader {
+		// The driver's own connection: the same client settings and
+		// member choice as a server's, used raw.
+		store, err := etcd.New(cmd.Context(), etcd.Config{Endpoints: endpoints, DialTimeout: 10 * time.Second})
+		if err != nil {
+			return err
+		}
+		defer func() { _ = store.Close() }()
+		client = store.Client()
+	} else {
+		c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 10 * time.Second})
+		if err != nil {
+			return fmt.Errorf("connecting to etcd %v: %w", endpoints, err)
+		}
+		defer func() { _ = c.Close() }()
+		client = c
 	}
-	defer func() { _ = client.Close() }()
 	cfg := bench.Config{
 		Namespace:      flags.namespace,
 		Duration:       flags.duration,
