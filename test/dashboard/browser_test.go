@@ -77,16 +77,17 @@ func text(selector string) string {
 	return fmt.Sprintf("((document.querySelector(%q)||{}).textContent||'')", selector)
 }
 
-// cellStateJS says what a person sees at heat-map cell i: the drawn
-// pixel's colour is matched to the nearest palette entry, whose byte the
-// legend places in healthy (<38), late (<101) or expired; "none" when the
-// cell is not drawn.
-func cellStateJS(i int) string {
-	return fmt.Sprintf(`(() => {
-  const px = window.dash.pixel(%d); if (!px) return "none";
+// cellStateFn is a JavaScript function of i that says what a person sees
+// at heat-map cell i: the drawn pixel's colour is matched to the nearest
+// palette entry, whose byte the legend places in healthy (<38), late
+// (<101) or expired; "none" when the cell is not drawn.
+const cellStateFn = `((i) => {
+  const px = window.dash.pixel(i); if (!px) return "none";
   let best = -1, bd = 1e9;
   window.dash.palette.forEach((c, b) => { const d = (c[0]-px[0])**2 + (c[1]-px[1])**2 + (c[2]-px[2])**2; if (d < bd) { bd = d; best = b; } });
   if (bd > 30) return "none";
   return best === 0 ? "unknown" : best < 38 ? "healthy" : best < 101 ? "late" : "expired";
-})()`, i)
-}
+})`
+
+// cellStateJS is the state a person sees at heat-map cell i (cellStateFn).
+func cellStateJS(i int) string { return fmt.Sprintf("%s(%d)", cellStateFn, i) }

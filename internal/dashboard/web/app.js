@@ -315,6 +315,7 @@
 
   // ---- rows ----
   function rows(r) {
+    if (!window.dash.rowsAt) window.dash.rowsAt = performance.now();
     st.rows = r.rows;
     st.total = r.total;
     $("rows-total").textContent = `${r.total} matching`;
@@ -350,7 +351,7 @@
   }
 
   // ---- wiring ----
-  window.dash = { paints: 0, deltas: 0, interactiveAt: 0, palette: paletteRGB, state: st,
+  window.dash = { paints: 0, deltas: 0, interactiveAt: 0, rowsAt: 0, palette: paletteRGB, state: st,
     // pixel returns the [r,g,b] drawn at the centre of heat-map cell i.
     pixel(i) {
       const l = st.layout;
