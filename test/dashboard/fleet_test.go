@@ -301,4 +301,3 @@ func (p *probe) renew(t *testing.T) time.Time {
 	p.lease = updated
 	return now.Time
 }
-
