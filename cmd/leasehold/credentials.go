@@ -41,13 +41,22 @@ Running the command again issues a new certificate and replaces the file; the
 old certificate stays valid until it expires.`,
 		Args: cobra.NoArgs,
 	}
-	pf := cmd.PersistentFlags()
-	pf.StringVar(&f.dataDir, "data-dir", "leasehold-data", "the server's --data-dir, which holds its CA (ca.crt, ca.key)")
-	pf.StringVar(&f.server, "server", "https://127.0.0.1:6443", "API server URL written into the kubeconfig")
-	pf.StringVar(&f.out, "out", "", "kubeconfig file to write (default <data-dir>/node-NAME.kubeconfig or <data-dir>/user-NAME.kubeconfig; - for standard output)")
-	pf.DurationVar(&f.expiration, "expiration", 8760*time.Hour, "how long the certificate is valid, e.g. 720h (never beyond the CA's own expiry)")
-	cmd.AddCommand(newCredentialsNodeCmd(&f), newCredentialsUserCmd(&f), newCredentialsInitCmd())
+	node, user := newCredentialsNodeCmd(&f), newCredentialsUserCmd(&f)
+	addCredentialsFlags(node, &f)
+	addCredentialsFlags(user, &f)
+	cmd.AddCommand(node, user, newCredentialsInitCmd())
 	return cmd
+}
+
+// addCredentialsFlags gives node and user the flags of the kubeconfig they
+// write. They are not persistent flags of credentials: init writes no
+// kubeconfig, and its help must not offer flags it would ignore.
+func addCredentialsFlags(cmd *cobra.Command, f *credentialsFlags) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.dataDir, "data-dir", "leasehold-data", "the server's --data-dir, which holds its CA (ca.crt, ca.key)")
+	fs.StringVar(&f.server, "server", "https://127.0.0.1:6443", "API server URL written into the kubeconfig")
+	fs.StringVar(&f.out, "out", "", "kubeconfig file to write (default <data-dir>/node-NAME.kubeconfig or <data-dir>/user-NAME.kubeconfig; - for standard output)")
+	fs.DurationVar(&f.expiration, "expiration", 8760*time.Hour, "how long the certificate is valid, e.g. 720h (never beyond the CA's own expiry)")
 }
 
 func newCredentialsNodeCmd(f *credentialsFlags) *cobra.Command {

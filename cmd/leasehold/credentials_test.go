@@ -242,3 +242,36 @@ func assertFileMode(t *testing.T, path string, want os.FileMode) {
 		t.Fatalf("%s has mode %o, want %o", path, got, want)
 	}
 }
+
+// TestCredentialsInitOffersOnlyItsFlags: init writes no kubeconfig, so it
+// neither lists nor accepts the flags of the kubeconfig node and user write.
+func TestCredentialsInitOffersOnlyItsFlags(t *testing.T) {
+	_, help, err := runLeasehold(t, "credentials", "init", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, _, _ := runLeasehold(t, "credentials", "init", "--help")
+	help += stdout
+	_, flags, ok := strings.Cut(help, "Flags:")
+	if !ok {
+		t.Fatalf("credentials init --help has no Flags section:\n%s", help)
+	}
+	help = flags
+	for _, flag := range []string{"--data-dir", "--server", "--out", "--expiration"} {
+		if strings.Contains(help, flag) {
+			t.Errorf("credentials init --help offers %s, which init ignores:\n%s", flag, help)
+		}
+	}
+	if !strings.Contains(help, "--san") {
+		t.Errorf("credentials init --help lacks --san:\n%s", help)
+	}
+	_, _, err = runLeasehold(t, "credentials", "init", "--dir", t.TempDir(), "--server", "https://x:6443")
+	if err == nil || !strings.Contains(err.Error(), "unknown flag: --server") {
+		t.Fatalf("credentials init --server: error %v, want unknown flag", err)
+	}
+	_, nodeHelp, _ := runLeasehold(t, "credentials", "node", "--help")
+	nodeOut, _, _ := runLeasehold(t, "credentials", "node", "--help")
+	if !strings.Contains(nodeHelp+nodeOut, "--expiration") {
+		t.Errorf("credentials node --help lacks --expiration")
+	}
+}
