@@ -22,7 +22,8 @@
 # NodeRestriction. The leases are then in kube-node-lease.
 #
 # Environment: NODES (default 100000), CONNS (default 8), AS_NODES (0 or 1),
-# SERVER_ENV and BENCH_ENV (extra environment, e.g. BENCH_ENV=GODEBUG=gctrace=1).
+# SERVER_ENV and BENCH_ENV (extra environment, e.g. BENCH_ENV=GODEBUG=gctrace=1),
+# SERVER_FLAGS (extra serve flags, e.g. SERVER_FLAGS="--max-heap-headroom 0").
 # Nothing else may run on the machine meanwhile: server and generator share
 # its cores, and every figure depends on that.
 set -euo pipefail
@@ -39,8 +40,8 @@ if [ "${AS_NODES:-0}" = 1 ]; then
 	server_flags=(--token-auth-file "$tokens")
 	bench_flags=(--node-tokens "$tokens")
 fi
-# shellcheck disable=SC2086 # SERVER_ENV and BENCH_ENV are lists of VAR=value words
-env ${SERVER_ENV:-} "$bin" serve --data-dir "$data" --secure-port 0 "${server_flags[@]}" >"$out/server.out" 2>"$out/server.log" &
+# shellcheck disable=SC2086 # SERVER_ENV, BENCH_ENV and SERVER_FLAGS are lists of words
+env ${SERVER_ENV:-} "$bin" serve --data-dir "$data" --secure-port 0 "${server_flags[@]}" ${SERVER_FLAGS:-} >"$out/server.out" 2>"$out/server.log" &
 server=$!
 trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true' EXIT
 for _ in $(seq 1 150); do
