@@ -25,11 +25,15 @@ const serveGCPercent = 200
 
 // serveMaxHeapHeadroom is --max-heap-headroom's default: the most the heap
 // may grow above its live data before the next collection (see package
-// heapgoal). GOGC=200 alone let a 100,000-node server (about 350 MB live)
-// reach 1.6 GiB of RSS. With 384 MiB the heap peaks near live+384 MiB, so
-// that fleet stays under 1 GiB; below 192 MiB of live heap (about 50,000
-// nodes) the cap does not bind and GOGC=200 holds as before.
-const serveMaxHeapHeadroom = "384Mi"
+// heapgoal). GOGC=200 alone let a 100,000-node server (about 380 MB live,
+// up to 570 MB while the fleet registers, when the watch cache's window
+// still holds every new Node decoded) reach 1.6-1.9 GiB of RSS. RSS is
+// about 1.13x the heap (fragmentation) plus 90 MB (the mapped binary, GC
+// and span metadata), so staying under 1 GiB through registration leaves
+// about 300 MB above the live peak: measured on the same loaded machine,
+// 384Mi peaked at 1,037 MiB RSS and 256Mi at 826 MiB. Below 128 MB of live
+// heap (about 30,000 nodes) the cap does not bind and GOGC=200 holds.
+const serveMaxHeapHeadroom = "256Mi"
 
 // benchGCPercent is bench's GC target when GOGC is not set. The load
 // generator shares the machine with the server in every local measurement,

@@ -90,6 +90,6 @@ fleet: a 100,000-node server stays under 1 GiB.`,
 	addLeaderElectFlags(cmd, &cfg.Replica)
 	addAuditFlags(cmd, &cfg.Audit)
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	f.StringVar(&heapHeadroom, "max-heap-headroom", serveMaxHeapHeadroom, "the most the Go heap may grow above its live data before the next garbage collection (a quantity: 384Mi, 1Gi); 0 keeps GOGC=200 alone. Ignored when GOGC is set")
+	f.StringVar(&heapHeadroom, "max-heap-headroom", serveMaxHeapHeadroom, "the most the Go heap may grow above its live data before the next garbage collection (a quantity: 256Mi, 1Gi); 0 keeps GOGC=200 alone. Ignored when GOGC is set")
 	return cmd
 }
