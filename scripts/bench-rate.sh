@@ -30,8 +30,9 @@ set -euo pipefail
 bin=$1 out=$2 duration=${3:-10m}
 shift $(( $# < 3 ? $# : 3 ))
 data=$out/data
-rm -rf "$data"
-mkdir -p "$data"
+# shellcheck source=scripts/serve-fresh.sh
+. "$(dirname "$0")/serve-fresh.sh"
+mkdir -p "$out"
 server_flags=() bench_flags=()
 if [ "${AS_NODES:-0}" = 1 ]; then
 	tokens=$out/node-tokens.csv
@@ -40,15 +41,7 @@ if [ "${AS_NODES:-0}" = 1 ]; then
 	server_flags=(--token-auth-file "$tokens")
 	bench_flags=(--node-tokens "$tokens")
 fi
-# shellcheck disable=SC2086 # SERVER_ENV, BENCH_ENV and SERVER_FLAGS are lists of words
-env ${SERVER_ENV:-} "$bin" serve --data-dir "$data" --secure-port 0 "${server_flags[@]}" ${SERVER_FLAGS:-} >"$out/server.out" 2>"$out/server.log" &
-server=$!
-trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true' EXIT
-for _ in $(seq 1 150); do
-	grep -q '"msg":"serving"' "$out/server.log" 2>/dev/null && break
-	sleep 0.2
-done
-grep -q '"msg":"serving"' "$out/server.log" || { echo "server did not start; see $out/server.log" >&2; exit 1; }
+serve_fresh "$bin" "$out" "${server_flags[@]}"
 timer=()
 [ -x /usr/bin/time ] && timer=(/usr/bin/time -v -o "$out/bench.time")
 # shellcheck disable=SC2086

@@ -10,20 +10,16 @@
 #
 #   scripts/heap-per-node.sh BINARY OUT [DURATION]
 #
-# Environment: NODES (default 20000). OUT keeps both profiles
+# Environment: NODES (default 20000); SERVER_ENV and SERVER_FLAGS as for
+# bench-rate.sh. OUT keeps both profiles
 # (empty.pb.gz, fleet.pb.gz) for `go tool pprof -top -inuse_space`.
 set -euo pipefail
 bin=$1 out=$2 duration=${3:-90s}
 nodes=${NODES:-20000}
 mkdir -p "$out"
-rm -rf "$out/data"
-"$bin" serve --data-dir "$out/data" --secure-port 0 >"$out/server.out" 2>"$out/server.log" &
-server=$!
-trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true' EXIT
-for _ in $(seq 1 150); do
-	grep -q '"msg":"serving"' "$out/server.log" 2>/dev/null && break
-	sleep 0.2
-done
+# shellcheck source=scripts/serve-fresh.sh
+. "$(dirname "$0")/serve-fresh.sh"
+serve_fresh "$bin" "$out"
 kc=$out/data/admin.kubeconfig
 live() { # live heap in bytes, from the profile's in-use total after a forced GC
 	kubectl --kubeconfig "$kc" get --raw '/debug/pprof/heap?gc=1' >"$out/$1.pb.gz"
