@@ -45,12 +45,14 @@ func startSources(ctx context.Context, cs kubernetes.Interface, fleet *Fleet) (*
 	}
 	s.informers = map[string]cache.SharedIndexInformer{
 		resLeases: newInformer(&coordinationv1.Lease{}, &cache.ListWatch{
-			ListWithContextFunc:  func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return leases.List(ctx, o) },
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return pagedList(ctx, o, leases.List)
+			},
 			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return leases.Watch(ctx, o) },
 		}),
 		resNodes: newInformer(&corev1.Node{}, &cache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return cs.CoreV1().Nodes().List(ctx, o)
+				return pagedList(ctx, o, cs.CoreV1().Nodes().List)
 			},
 			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 				return cs.CoreV1().Nodes().Watch(ctx, o)
