@@ -28,8 +28,7 @@ var pickFirst = []grpc.DialOption{
 // must run before the client's first request (the connection is made
 // lazily, by that request). A member that does not answer is left where
 // it is; with no answer at all the order stays as configured. A later
-// leader change leaves the connection where it is: a follower forwards,
-// which costs the hop, not correctness.
+// leader change is followed by followLeader (leader.go).
 func (s *Store) preferLeader(ctx context.Context) {
 	eps := s.client.Endpoints()
 	if len(eps) < 2 {

@@ -193,3 +193,70 @@ func startDebianCluster(t *testing.T, bin string, n int) ([]string, []*exec.Cmd)
 	}
 	return clients, procs
 }
+
+// TestRequestsFollowTheLeader: when etcd moves leadership to another
+// member, the driver's writes follow it within a few leader checks, and
+// none keep going to the old leader (which would forward them).
+func TestRequestsFollowTheLeader(t *testing.T) {
+	bin := testdeps.Debian(t, "etcd-server", "etcd")
+	members, _ := startDebianCluster(t, bin, 3)
+	ctx := testContext(t)
+	s, err := New(ctx, Config{Endpoints: members, leaderCheck: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	leader := s.Client().Endpoints()[0]
+	var target string
+	var targetID uint64
+	for _, ep := range members {
+		st, err := s.Client().Status(ctx, ep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ep != leader {
+			target, targetID = ep, st.Header.MemberId
+			break
+		}
+	}
+	// MoveLeader must reach the leader: the driver's own connection does.
+	if _, err := s.Client().MoveLeader(ctx, targetID); err != nil {
+		t.Fatalf("moving leadership to %s: %v", target, err)
+	}
+	rev, err := s.Create(ctx, "/registry/k/a", []byte("v"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		before := map[string]float64{}
+		for _, ep := range members {
+			before[ep] = txnCount(t, ep)
+		}
+		for range 10 {
+			if rev, err = s.Update(ctx, "/registry/k/a", rev, []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		onTarget, elsewhere := txnCount(t, target)-before[target], 0.0
+		for _, ep := range members {
+			if ep != target {
+				elsewhere += txnCount(t, ep) - before[ep]
+			}
+		}
+		if onTarget >= 10 && elsewhere == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("15s after leadership moved to %s, 10 writes went %v to it and %v elsewhere", target, onTarget, elsewhere)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := s.Client().Endpoints(); len(got) != len(members) || got[0] != target {
+		t.Fatalf("endpoints %v, want all %d with the new leader %s first", got, len(members), target)
+	}
+}

@@ -40,6 +40,10 @@ type Config struct {
 	CompactInterval time.Duration
 	// Logger receives the driver's and the etcd client's logs.
 	Logger *slog.Logger
+
+	// leaderCheck is how often followLeader checks the connection
+	// (DefaultLeaderCheckInterval when zero; tests shorten it).
+	leaderCheck time.Duration
 }
 
 // withDefaults returns cfg with empty fields filled in and checks the rest.
@@ -68,6 +72,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = DefaultCallTimeout
+	}
+	if cfg.leaderCheck <= 0 {
+		cfg.leaderCheck = DefaultLeaderCheckInterval
 	}
 	if cfg.CompactInterval < 0 {
 		return cfg, fmt.Errorf("etcd: negative compaction interval %v", cfg.CompactInterval)

@@ -15,6 +15,14 @@
 //     ErrConflict from ErrNotFound without a second round trip. A write is
 //     acknowledged by etcd only once a quorum has it in its WAL, which is
 //     storage.Interface's durability rule.
+//   - Requests go to one member, the leader: the client connects to the
+//     first endpoint that answers (pick-first, balance.go), the leader
+//     first, and moves to the new leader within DefaultLeaderCheckInterval
+//     of a leader change (leader.go); a follower would forward each write.
+//   - UpdateObject (storage.ObjectWriter) hands its decoded object to the
+//     watch event of its own write, matched by key and exact value bytes
+//     (handoff.go), so the writing replica's watch cache does not decode
+//     the value again.
 //   - Keys: Leasehold's keys all start with "/registry" (for example
 //     "/registry/leases/kube-node-lease/node-1"). The driver replaces that
 //     leading "/registry" with Config.Prefix, kube-apiserver's --etcd-prefix.

@@ -109,12 +109,16 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		s.inflight.Add(1) // nobody can have closed s yet
 		go s.compactLoop(cfg.CompactInterval)
 	}
+	if len(cfg.Endpoints) > 1 {
+		s.inflight.Add(1)
+		go s.followLeader(cfg.leaderCheck)
+	}
 	return s, nil
 }
 
-// Close refuses new calls, ends every watch and the compactor, waits for
-// them and for the requests in flight to get etcd's answer, and then closes
-// the connection. A second Close does nothing.
+// Close refuses new calls, ends every watch, the compactor and the leader
+// check, waits for them and for the requests in flight to get etcd's
+// answer, and then closes the connection. A second Close does nothing.
 func (s *Store) Close() error {
 	s.lifecycle.Lock()
 	if s.closed {
