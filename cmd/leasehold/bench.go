@@ -203,7 +203,7 @@ leases. For example:
 			applyGCDefaults(slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)), benchGCPercent)
 		},
 	}
-	cmd.AddCommand(newBenchMaxCmd(), newBenchRateCmd(), newBenchFleetCmd(), newBenchEtcdCASCmd())
+	cmd.AddCommand(newBenchMaxCmd(), newBenchRateCmd(), newBenchFleetCmd(), newBenchEtcdCASCmd(), newBenchBaselineCmd())
 	return cmd
 }
 
