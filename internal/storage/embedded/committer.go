@@ -68,18 +68,23 @@ func (s *Store) Delete(ctx context.Context, key string, expectedRevision int64) 
 // committer has taken the request the wait is unconditional: the answer comes
 // within one batch, and returning early would leave the caller unsure whether
 // the write happened.
+//
+// Requests are recycled: the committer answers each request it takes
+// exactly once and touches it no more after that send, so once submit has
+// the answer (or the request was never taken) the request and its buffered,
+// now empty, answer channel are free. That saves a renewal two allocations
+// (BenchmarkUpdateParallel64, whose writers build their keys with one
+// Sprintf: 4 -> 1 allocs/op, 468 -> 181 B/op).
 func (s *Store) submit(ctx context.Context, op writeOp, key string, value []byte, obj any, expected int64) writeResult {
 	if err := ctx.Err(); err != nil {
 		return writeResult{err: err}
 	}
-	req := &writeReq{
-		ctx:      ctx,
-		op:       op,
-		key:      key,
-		obj:      obj,
-		expected: expected,
-		done:     make(chan writeResult, 1),
+	req, _ := s.reqPool.Get().(*writeReq)
+	if req == nil {
+		req = &writeReq{done: make(chan writeResult, 1)}
 	}
+	defer s.recycle(req)
+	req.ctx, req.op, req.key, req.obj, req.expected = ctx, op, key, obj, expected
 	if op != opDelete {
 		// The value outlives the call (watchers get it) without a copy:
 		// callers hand it over (storage.Interface), and copying every
@@ -94,6 +99,14 @@ func (s *Store) submit(ctx context.Context, op writeOp, key string, value []byte
 		return writeResult{err: ctx.Err()}
 	}
 	return <-req.done
+}
+
+// recycle returns a request whose answer, if any, has been received, with
+// nothing left in it that would keep its caller's memory alive.
+func (s *Store) recycle(req *writeReq) {
+	done := req.done
+	*req = writeReq{done: done}
+	s.reqPool.Put(req)
 }
 
 // gatherYields is how many times the committer yields the processor when no

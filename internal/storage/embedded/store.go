@@ -30,6 +30,9 @@ type Store struct {
 	// stranded in a buffer.
 	reqs    chan *writeReq
 	closing chan struct{}
+	// reqPool recycles write requests with their answer channels (see
+	// submit).
+	reqPool sync.Pool
 
 	// lifecycle guards db against use after Close and during a reopen:
 	// readers hold it shared, Close and reopen exclusively.
