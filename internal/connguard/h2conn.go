@@ -44,9 +44,14 @@ type h2Conn struct {
 	closed      chan struct{} // closed by Close
 	closeOnce   sync.Once
 
-	tmu   sync.Mutex // guards timer and gen
-	timer *time.Timer
-	gen   uint64 // bumped on every arm and disarm: a stale timer does nothing
+	tmu sync.Mutex // guards timer, gen, armedGen and armedAt
+	// timer is made by the first arm and Reset by the later ones: a new
+	// AfterFunc timer and closure per arm were garbage on every request
+	// whose header block spans two reads.
+	timer    *time.Timer
+	gen      uint64    // bumped on every arm and disarm
+	armedGen uint64    // gen of the last arm
+	armedAt  time.Time // when the last arm started its timer
 
 	wmu    sync.Mutex // guards out, goAway and the underlying Write
 	out    frameScanner
@@ -135,15 +140,12 @@ func (c *h2Conn) arm() {
 	defer c.tmu.Unlock()
 	c.armed = true
 	c.gen++
-	gen := c.gen
-	c.timer = time.AfterFunc(c.g.cfg.ReadHeaderTimeout, func() {
-		c.tmu.Lock()
-		current := c.gen == gen
-		c.tmu.Unlock()
-		if current {
-			c.trip(reasonHeaderTimeout)
-		}
-	})
+	c.armedGen, c.armedAt = c.gen, time.Now()
+	if c.timer == nil {
+		c.timer = time.AfterFunc(c.g.cfg.ReadHeaderTimeout, c.headerTimeout)
+	} else {
+		c.timer.Reset(c.g.cfg.ReadHeaderTimeout)
+	}
 }
 
 func (c *h2Conn) disarm() {
@@ -153,7 +155,20 @@ func (c *h2Conn) disarm() {
 	c.gen++
 	if c.timer != nil {
 		c.timer.Stop()
-		c.timer = nil
+	}
+}
+
+// headerTimeout is the timer's function. It trips the connection only if
+// the arm that is current has run its full timeout: a run already under way
+// when a disarm stopped the timer, or when a later arm reset it, finds the
+// generation moved on or too little time passed since that arm, and does
+// nothing.
+func (c *h2Conn) headerTimeout() {
+	c.tmu.Lock()
+	current := c.armed && c.armedGen == c.gen && time.Since(c.armedAt) >= c.g.cfg.ReadHeaderTimeout
+	c.tmu.Unlock()
+	if current {
+		c.trip(reasonHeaderTimeout)
 	}
 }
 
