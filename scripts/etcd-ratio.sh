@@ -23,9 +23,12 @@
 # 4), SERVER_ENV (extra environment for the replica), SERVER_FLAGS (extra
 # serve flags), RAW_FLAGS (extra bench etcd-cas flags: RAW_FLAGS=--leader
 # sends the raw transactions to the etcd leader, as the replica does, for
-# the stricter yardstick), PROFILE=0 to skip the profile.
+# the stricter yardstick), BENCH_BIN (the binary that runs both benches,
+# default BINARY: A/B runs of two servers then share one load generator),
+# PROFILE=0 to skip the profile.
 set -euo pipefail
-bin=$(realpath "$1") out=$2 duration=${3:-20s} rounds=${4:-3}
+bin=$(realpath "$1") out=$2
+gen=$(realpath "${BENCH_BIN:-$1}") duration=${3:-20s} rounds=${4:-3}
 clients=${CLIENTS:-64}
 rm -rf "$out"
 mkdir -p "$out"
@@ -92,7 +95,7 @@ ratios=()
 for r in $(seq 1 "$rounds"); do
 	e0=$(cpu_ms "${etcd_pids[@]}")
 	# shellcheck disable=SC2086 # RAW_FLAGS is a list of words
-	/usr/bin/time -f '%U %S' -o "$out/raw-$r.time" "$bin" bench etcd-cas --etcd-servers "$endpoints" --clients "$clients" --namespace "round$r" ${RAW_FLAGS:-} \
+	/usr/bin/time -f '%U %S' -o "$out/raw-$r.time" "$gen" bench etcd-cas --etcd-servers "$endpoints" --clients "$clients" --namespace "round$r" ${RAW_FLAGS:-} \
 		--duration "$duration" --output json >"$out/raw-$r.json" 2>"$out/raw-$r.log"
 	raw_etcd=$(per1000 $(( $(cpu_ms "${etcd_pids[@]}") - e0 )) "$out/raw-$r.json")
 	raw_gen=$(per1000 "$(awk '{printf "%d", ($1 + $2) * 1000}' "$out/raw-$r.time")" "$out/raw-$r.json")
@@ -104,7 +107,7 @@ for r in $(seq 1 "$rounds"); do
 		prof=($!)
 	fi
 	e0=$(cpu_ms "${etcd_pids[@]}")
-	/usr/bin/time -f '%U %S' -o "$out/max-$r.time" "$bin" bench max --kubeconfig "$kc" --clients "$clients" --connections "${CONNS:-4}" --client lean \
+	/usr/bin/time -f '%U %S' -o "$out/max-$r.time" "$gen" bench max --kubeconfig "$kc" --clients "$clients" --connections "${CONNS:-4}" --client lean \
 		--duration "$duration" --server-pid "$server" --output json >"$out/max-$r.json" 2>"$out/max-$r.log"
 	max_etcd=$(per1000 $(( $(cpu_ms "${etcd_pids[@]}") - e0 )) "$out/max-$r.json")
 	max_gen=$(per1000 "$(awk '{printf "%d", ($1 + $2) * 1000}' "$out/max-$r.time")" "$out/max-$r.json")
