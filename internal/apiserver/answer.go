@@ -90,6 +90,37 @@ func (s *Server) respond(w http.ResponseWriter, res *registry.Resource, n negoti
 	return nil
 }
 
+// respondWritten is respond for the object a write stored, given its
+// storage encoding stored (nil if unknown). When the client takes the
+// object itself in protobuf, the answer is stored with the object's new
+// resourceVersion spliced in (withResourceVersion), the bytes encoding the
+// object would give, without encoding it again; every other answer is
+// respond's.
+func (s *Server) respondWritten(w http.ResponseWriter, res *registry.Resource, n negotiated, obj runtime.Object, stored []byte, created bool, warnings []string) error {
+	if stored == nil || n.target != targetObject || n.pretty || n.info.MediaType != runtime.ContentTypeProtobuf {
+		return s.respond(w, res, n, obj, created, warnings)
+	}
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return err
+	}
+	buf := s.answers.get()
+	body, ok := withResourceVersion((*buf)[:0], stored, acc.GetResourceVersion())
+	if !ok {
+		s.answers.put(buf, body)
+		return s.respond(w, res, n, obj, created, warnings)
+	}
+	writeWarnings(w, warnings)
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+	}
+	auditOf(w).LogResponseObject(obj)
+	respond.Body(w, code, n.info.MediaType, body)
+	s.answers.put(buf, body)
+	return nil
+}
+
 // respondList answers a list request with list in the negotiated form.
 func (s *Server) respondList(w http.ResponseWriter, res *registry.Resource, n negotiated, list runtime.Object) error {
 	out, err := s.transform(res, n, list, true, false)

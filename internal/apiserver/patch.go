@@ -110,7 +110,7 @@ func (s *Server) mergePatch(ctx context.Context, res *registry.Resource, info re
 		if err := checkPatchedIdentity(res, info, obj); err != nil {
 			return nil, nil, err
 		}
-		out, err := s.storeUpdate(ctx, res, key, info.subresource, cur, obj, wo)
+		out, _, err := s.storeUpdate(ctx, res, key, info.subresource, cur, obj, wo)
 		if err == nil {
 			return out, warnings, nil
 		}
@@ -235,7 +235,7 @@ func (s *Server) applyPatch(ctx context.Context, res *registry.Resource, info re
 			curAcc, _ := meta.Accessor(cur)
 			acc.SetResourceVersion(curAcc.GetResourceVersion())
 		}
-		updated, err := s.storeUpdate(ctx, res, key, info.subresource, cur, out, wo)
+		updated, _, err := s.storeUpdate(ctx, res, key, info.subresource, cur, out, wo)
 		if err == nil {
 			return updated, false, nil, nil
 		}

@@ -45,7 +45,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw.ResponseWriter, sw.rec = w, rec
 	assignAuditID(w, r, rec)
 	info, isResource := readRequestInfo(r, &rec.Attributes)
-	r = r.WithContext(request.WithRecord(r.Context(), rec))
+	// The record and a resource request's deadline go into the context
+	// together: each r.WithContext copies the whole request (256 B), and
+	// the deadline's own copy was 8% of the handler's garbage (allocation
+	// profile of serve under bench max).
+	// The deadline starts at arrival either way; a bad ?timeout= is still
+	// answered at the verb stage, after authentication and authorization.
+	ctx := request.WithRecord(r.Context(), rec)
+	var timeoutErr error
+	if isResource {
+		var cancel context.CancelFunc
+		ctx, cancel, timeoutErr = s.requestDeadline(ctx, r, rec, info.verb)
+		defer cancel()
+	}
+	r = r.WithContext(ctx)
 	defer s.finish(sw, r, rec)
 
 	if !s.authenticate(sw, r, rec) {
@@ -65,7 +78,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveNonResource(sw, r)
 		return
 	}
-	s.serveResource(sw, r, rec, info)
+	s.serveResource(sw, r, rec, info, timeoutErr)
 }
 
 // finish ends every request: a panic in a handler becomes a 500 Status
@@ -132,10 +145,11 @@ func (w *statusRecorder) Flush() {
 
 // serveResource is the pipeline's verb stage for resource requests: it
 // finds the served resource, checks that the path addresses it the way its
-// scope allows, and runs the verb. Verb semantics live in one file each
+// scope allows and that its ?timeout= was valid (timeoutErr, from
+// requestDeadline), and runs the verb. Verb semantics live in one file each
 // (get.go, list.go, watch.go, create.go, update.go,
 // patch.go, delete.go, review.go); errors become Status responses here.
-func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, rec *request.Record, info requestInfo) {
+func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, rec *request.Record, info requestInfo, timeoutErr error) {
 	res, ok := s.cfg.Resources.Lookup(info.group, info.version, info.resource)
 	if !ok {
 		s.writeError(w, r, resourceNotServed())
@@ -143,11 +157,10 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, rec *requ
 	}
 	err := checkScope(res, info)
 	if err == nil {
-		var cancel context.CancelFunc
-		if r, cancel, err = s.withRequestDeadline(r, rec, info.verb); err == nil {
-			defer cancel()
-			err = s.serveVerb(w, r, rec, res, info)
-		}
+		err = timeoutErr
+	}
+	if err == nil {
+		err = s.serveVerb(w, r, rec, res, info)
 	}
 	if err != nil {
 		s.writeError(w, r, err)

@@ -93,6 +93,9 @@ type Server struct {
 	jsonInfo runtime.SerializerInfo
 	// bodies recycles the memory of write request bodies.
 	bodies byteBuffers
+	// answers holds the protobuf answers to writes spliced from their
+	// stored encoding (respondWritten).
+	answers byteBuffers
 	// stamps and ownedKeys serve the renewal shortcut (managedfields.go).
 	stamps    secondStamps
 	ownedKeys byteBuffers

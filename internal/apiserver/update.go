@@ -93,11 +93,11 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, res *registry.Re
 	if acc.GetName() != info.name {
 		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", acc.GetName(), info.name))
 	}
-	out, created, err := s.updateObject(r.Context(), res, info, wr.obj, wr.opts)
+	out, stored, created, err := s.updateObject(r.Context(), res, info, wr.obj, wr.opts)
 	if err != nil {
 		return err
 	}
-	return s.respond(w, res, wr.n, out, created, wr.warnings)
+	return s.respondWritten(w, res, wr.n, out, stored, created, wr.warnings)
 }
 
 // conflict is the 409 a stale resourceVersion gets.
@@ -115,19 +115,21 @@ func uidPreconditionFailed(res *registry.Resource, key, name, want, have string)
 }
 
 // updateObject replaces the stored object with obj (a PUT), creating it when
-// the resource allows create-on-update. obj is owned by the caller.
-func (s *Server) updateObject(ctx context.Context, res *registry.Resource, info requestInfo, obj runtime.Object, wo writeOptions) (runtime.Object, bool, error) {
+// the resource allows create-on-update. obj is owned by the caller. A
+// conditional update also returns the storage encoding of what it wrote
+// (see storeUpdate).
+func (s *Server) updateObject(ctx context.Context, res *registry.Resource, info requestInfo, obj runtime.Object, wo writeOptions) (runtime.Object, []byte, bool, error) {
 	acc, err := meta.Accessor(obj)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	key := res.Key(info.namespace, info.name)
 	reqRV, err := parseRV(acc.GetResourceVersion())
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	if err := s.checkNotFuture(ctx, res, info.name, reqRV); err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	// The cache must be at least as new as what the client saw, or a fresh
 	// renewal would look stale.
@@ -137,37 +139,38 @@ func (s *Server) updateObject(ctx context.Context, res *registry.Resource, info 
 	}
 	cur, err := s.getCurrent(ctx, res, key, minRV)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	if cur == nil {
 		if uid := acc.GetUID(); uid != "" {
-			return nil, false, uidPreconditionFailed(res, key, info.name, string(uid), "")
+			return nil, nil, false, uidPreconditionFailed(res, key, info.name, string(uid), "")
 		}
 		if !res.AllowCreateOnUpdate || info.subresource != "" {
-			return nil, false, apierrors.NewNotFound(res.GroupResource(), info.name)
+			return nil, nil, false, apierrors.NewNotFound(res.GroupResource(), info.name)
 		}
 		created, err := s.createObject(ctx, res, info.namespace, obj, wo)
-		return created, err == nil, err
+		return created, nil, err == nil, err
 	}
 	old, err := meta.Accessor(cur)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	if uid := acc.GetUID(); uid != "" && uid != old.GetUID() {
-		return nil, false, uidPreconditionFailed(res, key, info.name, string(uid), string(old.GetUID()))
+		return nil, nil, false, uidPreconditionFailed(res, key, info.name, string(uid), string(old.GetUID()))
 	}
 	if reqRV == 0 {
 		if !res.AllowUnconditionalUpdate {
-			return nil, false, apierrors.NewInvalid(kindFor(res), info.name, field.ErrorList{
+			return nil, nil, false, apierrors.NewInvalid(kindFor(res), info.name, field.ErrorList{
 				field.Invalid(field.NewPath("metadata", "resourceVersion"), int64(0), "must be specified for an update")})
 		}
-		return s.unconditionalUpdate(ctx, res, info, key, obj, wo)
+		out, created, err := s.unconditionalUpdate(ctx, res, info, key, obj, wo)
+		return out, nil, created, err
 	}
 	if strconv.FormatInt(reqRV, 10) != old.GetResourceVersion() {
-		return nil, false, conflict(res, info.name)
+		return nil, nil, false, conflict(res, info.name)
 	}
-	out, err := s.storeUpdate(ctx, res, key, info.subresource, cur, obj, wo)
-	return out, false, err
+	out, stored, err := s.storeUpdate(ctx, res, key, info.subresource, cur, obj, wo)
+	return out, stored, false, err
 }
 
 // checkNotFuture answers an update whose resourceVersion the store has not
@@ -208,7 +211,7 @@ func (s *Server) unconditionalUpdate(ctx context.Context, res *registry.Resource
 			return nil, false, err
 		}
 		acc.SetResourceVersion(mustRV(cur))
-		out, err := s.storeUpdate(ctx, res, key, info.subresource, cur, next, wo)
+		out, _, err := s.storeUpdate(ctx, res, key, info.subresource, cur, next, wo)
 		if !apierrors.IsConflict(err) {
 			return out, false, err
 		}
@@ -219,18 +222,20 @@ func (s *Server) unconditionalUpdate(ctx context.Context, res *registry.Resource
 
 // storeUpdate finishes an update of cur (the stored object) to obj: it keeps
 // server-owned metadata, validates, records managed fields and writes with
-// cur's revision as the precondition.
-func (s *Server) storeUpdate(ctx context.Context, res *registry.Resource, key, subresource string, cur, obj runtime.Object, wo writeOptions) (runtime.Object, error) {
+// cur's revision as the precondition. When it stored obj, it also returns
+// obj's storage encoding, which has an empty resourceVersion and is
+// shared with the store: read it, never change it.
+func (s *Server) storeUpdate(ctx context.Context, res *registry.Resource, key, subresource string, cur, obj runtime.Object, wo writeOptions) (runtime.Object, []byte, error) {
 	acc, err := meta.Accessor(obj)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	old, err := meta.Accessor(cur)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if rv := acc.GetResourceVersion(); rv != "" && rv != old.GetResourceVersion() {
-		return nil, conflict(res, acc.GetName())
+		return nil, nil, conflict(res, acc.GetName())
 	}
 	// Fields clients may not change on update keep their stored values, as
 	// rest.BeforeUpdate does; the immutable ones are validated below.
@@ -248,37 +253,38 @@ func (s *Server) storeUpdate(ctx context.Context, res *registry.Resource, key, s
 		res.PrepareForUpdate(obj, cur, subresource)
 	}
 	if errs := validateUpdate(res, obj, cur); len(errs) > 0 {
-		return nil, apierrors.NewInvalid(kindFor(res), acc.GetName(), errs)
+		return nil, nil, apierrors.NewInvalid(kindFor(res), acc.GetName(), errs)
 	}
 	if !wo.managedFieldsDone {
 		if obj, err = s.updateManagedFields(res, subresource, cur, obj, wo.fieldManager); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if acc, err = meta.Accessor(obj); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if err := s.admit(ctx, admission.Update, acc.GetNamespace(), acc.GetName(), obj, cur, wo.dryRun); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	expected, err := parseRV(old.GetResourceVersion())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	acc.SetResourceVersion("")
 	value, err := s.encodeForStorage(obj)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if wo.dryRun {
 		acc.SetResourceVersion(old.GetResourceVersion())
-		return obj, nil
+		return obj, nil, nil
 	}
 	if acc.GetDeletionTimestamp() != nil && len(acc.GetFinalizers()) == 0 && (res.FinalizersDone == nil || res.FinalizersDone(obj)) {
 		// The last finalizer is gone (the kind's own too: a terminating
 		// namespace's status update must not delete it before its content
 		// is): the pending deletion completes now.
-		return s.finishDelete(ctx, res, key, expected, obj)
+		out, err := s.finishDelete(ctx, res, key, expected, obj)
+		return out, nil, err
 	}
 	var rev int64
 	if ow, ok := s.cfg.Store.(storage.ObjectWriter); ok && res.HandOffUpdates && s.cfg.Intern != nil {
@@ -289,17 +295,17 @@ func (s *Server) storeUpdate(ctx context.Context, res *registry.Resource, key, s
 		s.cfg.Intern.ObjectLike(obj, cur)
 		handed := obj
 		if obj, acc, err = shallowCopy(obj); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		rev, err = ow.UpdateObject(ctx, key, expected, value, handed)
 	} else {
 		rev, err = s.cfg.Store.Update(ctx, key, expected, value)
 	}
 	if err != nil {
-		return nil, storeError(res, acc.GetName(), key, err)
+		return nil, nil, storeError(res, acc.GetName(), key, err)
 	}
 	acc.SetResourceVersion(strconv.FormatInt(rev, 10))
-	return obj, nil
+	return obj, value, nil
 }
 
 // shallowCopy returns a new object whose top-level struct is a copy of

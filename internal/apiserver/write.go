@@ -129,9 +129,13 @@ func (s *Server) admit(ctx context.Context, op admission.Operation, namespace, n
 	if s.cfg.Admission == nil {
 		return nil
 	}
-	attrs := &request.Attributes{}
+	// The record's own attributes when there is a record: an empty
+	// Attributes made up front was a renewal's 170 B allocation even then.
+	var attrs *request.Attributes
 	if rec := request.RecordFrom(ctx); rec != nil {
 		attrs = &rec.Attributes
+	} else {
+		attrs = &request.Attributes{}
 	}
 	if attrs.Name != name || (attrs.Namespace != namespace && namespace != "") {
 		named := *attrs

@@ -225,12 +225,18 @@ func (wr *Writer) Encoded(w http.ResponseWriter, code int, contentType string, e
 }
 
 func write(w http.ResponseWriter, code int, contentType string, buf *encodeBuffer) {
+	Body(w, code, contentType, buf.out.Bytes())
+}
+
+// Body writes an encoded body with code, its Content-Type and its
+// Content-Length, as every encoded response is written. The response
+// writer copies what it is given, so body's memory is free again when Body
+// returns.
+func Body(w http.ResponseWriter, code int, contentType string, body []byte) {
 	w.Header().Set("Content-Type", contentType)
-	w.Header().Set("Content-Length", strconv.Itoa(buf.out.Len()))
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(code)
-	// The response writer copies what it is given, so the buffer can go
-	// back to the pool when this returns.
-	_, _ = w.Write(buf.out.Bytes())
+	_, _ = w.Write(body)
 }
 
 // maxPooledEncodeBuffer bounds the buffers kept for reuse: a large list
