@@ -201,8 +201,19 @@ type ackWriter struct {
 
 	mu       sync.Mutex
 	acks     []time.Time
-	failures int
+	failures []writeFailure
 	lastErr  error
+}
+
+// writeFailure is one failed write: when it ended, after how long, and why.
+type writeFailure struct {
+	at   time.Time
+	took time.Duration
+	err  error
+}
+
+func (f writeFailure) String() string {
+	return fmt.Sprintf("after %v: %v", f.took.Round(time.Millisecond), f.err)
 }
 
 // ackWriterLeases is how many leases the writer cycles through: each write
@@ -228,12 +239,13 @@ func (w *ackWriter) run() {
 		default:
 		}
 		k := i % ackWriterLeases
+		start := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		err := writeLease(ctx, w.cs, durabilityNamespace, fmt.Sprintf("ha-ack-%d", k), fmt.Sprintf("holder-%d", i), &last[k], &w.ledger)
 		cancel()
 		w.mu.Lock()
 		if err != nil {
-			w.failures++
+			w.failures = append(w.failures, writeFailure{at: time.Now(), took: time.Since(start), err: err})
 			w.lastErr = err
 			last[k] = nil // read it again: the write may have landed
 		} else {
@@ -286,6 +298,19 @@ func (w *ackWriter) longestGap(from, to time.Time) time.Duration {
 		prev = a
 	}
 	return max(gap, to.Sub(prev))
+}
+
+// failuresSince is the failed writes that ended after from.
+func (w *ackWriter) failuresSince(from time.Time) []writeFailure {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []writeFailure
+	for _, f := range w.failures {
+		if f.at.After(from) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // waitAcks waits until the writer has n more acknowledged writes than now.
@@ -345,7 +370,7 @@ func (w *ackWriter) check(t *testing.T, cs kubernetes.Interface) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	t.Logf("writer through the balancer: %d acknowledged writes, all present; %d failed attempts (last: %v)", total, w.failures, w.lastErr)
+	t.Logf("writer through the balancer: %d acknowledged writes, all present; %d failed attempts (last: %v)", total, len(w.failures), w.lastErr)
 	if total == 0 {
 		t.Fatal("the writer made no acknowledged write")
 	}
