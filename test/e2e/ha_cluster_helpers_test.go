@@ -84,7 +84,7 @@ func newHACluster(t *testing.T, replicas int) *haCluster {
 	for _, r := range c.replicas {
 		backends[r.name] = r.proc.Addr
 	}
-	c.lb = startHAProxy(t, backends)
+	c.lb = startHAProxy(t, filepath.Join(c.pkiDir, "ca.crt"), backends)
 	c.lb.WaitStates(c.states("UP"), haproxyFollow)
 
 	// The admin kubeconfig of any replica works on all (one CA); pointed

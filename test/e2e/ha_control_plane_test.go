@@ -362,7 +362,8 @@ func (c *haCluster) loseQuorum(w *ackWriter, agents []*agentProc, nodes []string
 // deadline sends along, which can pass there first): code Unknown, not
 // DeadlineExceeded. internal/storage/etcd (deadline.go, unanswered) does
 // not recognize it yet, so a replica then answers 500 instead of 503 or
-// 504; seen in about 1 run in 4 of this test.
+// 504; seen in about half the runs of this test (none in 6 runs with
+// unanswered() also taking codes.Unknown with that message).
 const etcdUnknownDeadline = "rpc error: code = Unknown desc = context deadline exceeded"
 
 // outageRequest is timedRequest within the per-call deadline and slack

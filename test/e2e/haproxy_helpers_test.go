@@ -20,7 +20,7 @@ import (
 // haproxyProc is Debian's haproxy run as a real TCP load balancer in front
 // of `serve` replicas, as an operator runs it: TLS passes through to the
 // replicas (mode tcp), and each replica is health-checked with
-// GET /readyz over TLS, so a replica that fails /readyz (or is gone)
+// GET /readyz over TLS (its certificate verified), so a replica that fails /readyz (or is gone)
 // receives no new connections.
 type haproxyProc struct {
 	// Addr is the balancer's frontend, 127.0.0.1:PORT.
@@ -47,9 +47,10 @@ const (
 )
 
 // haproxyConfig is the configuration: one frontend on 127.0.0.1, one
-// backend with every replica (name -> host:port); a stats socket lets the
-// test read what the balancer thinks of each replica.
-func haproxyConfig(frontend, sock string, backends map[string]string) string {
+// backend with every replica (name -> host:port), health-checked over TLS
+// verified against the replicas' shared CA (caFile); a stats socket lets
+// the test read what the balancer thinks of each replica.
+func haproxyConfig(frontend, sock, caFile string, backends map[string]string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `global
     stats socket %s mode 600 level admin
@@ -71,8 +72,8 @@ backend replicas
     balance roundrobin
     option httpchk GET /readyz
     http-check expect status 200
-    default-server check check-ssl verify none inter %dms fall %d rise %d
-`, sock, frontend, haproxyCheckInter.Milliseconds(), haproxyFall, haproxyRise)
+    default-server check check-ssl verify required ca-file %s inter %dms fall %d rise %d
+`, sock, frontend, caFile, haproxyCheckInter.Milliseconds(), haproxyFall, haproxyRise)
 	names := make([]string, 0, len(backends))
 	for n := range backends {
 		names = append(names, n)
@@ -85,9 +86,10 @@ backend replicas
 }
 
 // startHAProxy starts haproxy in the foreground (-db, one process, so its
-// PID is the balancer) on a free port in front of backends and waits until
-// it accepts connections. It is stopped by PID when the test ends.
-func startHAProxy(t *testing.T, backends map[string]string) *haproxyProc {
+// PID is the balancer) on a free port in front of backends, whose serving
+// certificates caFile signs, and waits until it accepts connections. It is
+// stopped by PID when the test ends.
+func startHAProxy(t *testing.T, caFile string, backends map[string]string) *haproxyProc {
 	t.Helper()
 	bin := testdeps.Debian(t, "haproxy", "haproxy")
 	dir := t.TempDir()
@@ -96,7 +98,7 @@ func startHAProxy(t *testing.T, backends map[string]string) *haproxyProc {
 		t:    t, sock: filepath.Join(dir, "stats.sock"), logs: &syncBuffer{}, exited: make(chan struct{}),
 	}
 	cfg := filepath.Join(dir, "haproxy.cfg")
-	if err := os.WriteFile(cfg, []byte(haproxyConfig(p.Addr, p.sock, backends)), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(haproxyConfig(p.Addr, p.sock, caFile, backends)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command(bin, "-c", "-f", cfg).CombinedOutput(); err != nil {
