@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -68,7 +69,7 @@ const probeJS = `(() => {
 // TestDashboardFleet is the large-fleet run, not part of the default test
 // run: LEASEHOLD_DASHBOARD_FLEET=N starts `leasehold bench rate` with N
 // registered nodes renewing every 10 s, waits until the dashboard lists
-// them, then opens a fresh page and measures what the issue sets targets
+// them (healthy or not: a loaded machine may renew fewer), then opens a fresh page and measures what the issue sets targets
 // for: the time from navigation to the page showing counts, heat map and
 // rows (target 2 s), the tab's renderer memory (300 MB), and renewals to
 // the screen (1 s): the test renews probeLease at known times and the page
@@ -96,12 +97,13 @@ func TestDashboardFleet(t *testing.T) {
 	dash, url := startDashboard(t, srv.kubeconfig)
 	dashPID := dash.cmd.Process.Pid
 
-	// Wait until the dashboard counts the whole fleet healthy, reading its
-	// stream rather than a page: the tab measured below is the browser's
-	// only one.
+	// Wait until the dashboard lists the whole fleet, reading its stream
+	// rather than a page: the tab measured below is the browser's only
+	// one. A loaded machine may not renew every lease in time; the counts
+	// say how many are healthy, and the page is measured either way.
 	began := time.Now()
-	waitHealthy(t, url, n*99/100, 30*time.Minute)
-	t.Logf("%d nodes healthy on the dashboard %v after the server started", n, time.Since(began).Round(time.Second))
+	c := waitListed(t, url, n, 30*time.Minute)
+	t.Logf("%d node leases listed on the dashboard %v after the server started: %+v", n, time.Since(began).Round(time.Second), c)
 
 	probe := newProbe(t, srv.kubeconfig)
 
@@ -129,13 +131,19 @@ func TestDashboardFleet(t *testing.T) {
 	// Renew the probe at known times, sampling the tab's and the
 	// dashboard's resources meanwhile.
 	cpu0, _ := readStat(dashPID)
+	rcpu0 := renderersCPU(browserPID)
 	updates0 := probe.leaseUpdates(t)
 	window := time.Now()
 	var renewals []time.Time
-	var peakTab procMem // the sum of all renderers
+	var watched []time.Duration // renewal to the test's own watch event
+	var peakTab procMem         // the sum of all renderers
 	for range probes {
 		time.Sleep(probeEvery + rand.N(500*time.Millisecond))
-		renewals = append(renewals, probe.renew(t))
+		at, seen := probe.renew(t)
+		renewals = append(renewals, at)
+		if seen > 0 {
+			watched = append(watched, seen)
+		}
 		var sum procMem
 		for _, pid := range renderers(browserPID) {
 			if m, err := memOf(pid); err == nil {
@@ -147,11 +155,13 @@ func TestDashboardFleet(t *testing.T) {
 	}
 	time.Sleep(3 * time.Second) // the last renewal's way to the screen
 	cpu1, _ := readStat(dashPID)
+	rcpu1 := renderersCPU(browserPID)
 	elapsed := time.Since(window)
 	// What the fleet achieved meanwhile: on a loaded machine bench may
 	// renew fewer than N every 10 s.
 	rate := float64(probe.leaseUpdates(t)-updates0) / elapsed.Seconds()
-	t.Logf("server: %.0f lease updates/s while renewals were timed (the target fleet is %d/s)", rate, n/10)
+	final, _ := evalString(tab, "JSON.stringify(window.dash.state.lastSummary.counts)")
+	t.Logf("server: %.0f lease updates/s while renewals were timed (the target fleet is %d/s); the page's counts at the end: %s", rate, n/10, final)
 
 	// Renewal to screen: the first time the cell turned healthy after
 	// each renewal (within the 2.25 s it stays healthy).
@@ -176,6 +186,9 @@ func TestDashboardFleet(t *testing.T) {
 	slices.Sort(lat)
 	t.Logf("renewal to screen over %d renewals (%d seen, %d animation frames): min %v, median %v, p90 %v, max %v; all %v",
 		len(renewals), len(lat), seen.Frames, percentile(lat, 0), percentile(lat, 50), percentile(lat, 90), percentile(lat, 100), lat)
+	slices.Sort(watched)
+	t.Logf("renewal to a watch event in this test (the server's share): %d seen, median %v, p90 %v, max %v",
+		len(watched), percentile(watched, 50), percentile(watched, 90), percentile(watched, 100))
 	if len(lat) < len(renewals) {
 		t.Errorf("%d of %d renewals never turned the probe's cell healthy on screen within 2.25 s", len(renewals)-len(lat), len(renewals))
 	}
@@ -198,9 +211,10 @@ func TestDashboardFleet(t *testing.T) {
 	}
 	heap, _ := evalString(tab, "performance.memory ? performance.memory.usedJSHeapSize : 'n/a'")
 	long, _ := evalString(tab, "JSON.stringify(window.__long)")
+	draws, _ := evalString(tab, "JSON.stringify({paints: window.dash.paints, drawMs: Math.round(window.dash.drawMs), drawMaxMs: Math.round(window.dash.drawMaxMs)})")
 	deltas, _ := evalString(tab, "window.dash.deltas")
-	t.Logf("tab: renderer RSS %s PSS %s, JS heap %s bytes; all renderers [%s], the peak of their sum while renewing RSS %s PSS %s; long tasks %s; %s heat deltas applied",
-		mib(page.rss), mib(page.pss), heap, strings.Join(rs, "; "), mib(peakTab.rss), mib(peakTab.pss), long, deltas)
+	t.Logf("tab: renderer RSS %s PSS %s, JS heap %s bytes; all renderers [%s], the peak of their sum while renewing RSS %s PSS %s; renderers' CPU %.2f cores; long tasks %s; heat map draws %s; %s heat deltas applied",
+		mib(page.rss), mib(page.pss), heap, strings.Join(rs, "; "), mib(peakTab.rss), mib(peakTab.pss), float64(rcpu1-rcpu0)/float64(elapsed), long, draws, deltas)
 	if page.rss > tabMemoryTarget {
 		t.Errorf("tab's renderer RSS %s, target %s", mib(page.rss), mib(tabMemoryTarget))
 	}
@@ -220,9 +234,16 @@ func TestDashboardFleet(t *testing.T) {
 	}
 }
 
-// waitHealthy reads the dashboard's stream until a summary counts at least
-// want healthy node leases.
-func waitHealthy(t *testing.T, url string, want int, timeout time.Duration) {
+// counts are a summary's node lease counts.
+type counts struct {
+	Healthy int `json:"healthy"`
+	Late    int `json:"late"`
+	Expired int `json:"expired"`
+}
+
+// waitListed reads the dashboard's stream until a summary counts at least
+// want node leases (bench's and the probe's), and returns its counts.
+func waitListed(t *testing.T, url string, want int, timeout time.Duration) counts {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -237,7 +258,7 @@ func waitHealthy(t *testing.T, url string, want int, timeout time.Duration) {
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(nil, 16<<20)
-	event, healthy := "", 0
+	event, listed := "", 0
 	for sc.Scan() {
 		line := sc.Text()
 		if e, ok := strings.CutPrefix(line, "event: "); ok {
@@ -245,19 +266,19 @@ func waitHealthy(t *testing.T, url string, want int, timeout time.Duration) {
 		}
 		if data, ok := strings.CutPrefix(line, "data: "); ok && event == "summary" {
 			var s struct {
-				Counts struct {
-					Healthy int `json:"healthy"`
-				} `json:"counts"`
+				NodeLeases int    `json:"nodeLeases"`
+				Counts     counts `json:"counts"`
 			}
 			if err := json.Unmarshal([]byte(data), &s); err != nil {
 				t.Fatalf("summary %q: %v", data, err)
 			}
-			if healthy = s.Counts.Healthy; healthy >= want {
-				return
+			if listed = s.NodeLeases; listed >= want {
+				return s.Counts
 			}
 		}
 	}
-	t.Fatalf("%d healthy node leases when the stream ended (%v), want %d", healthy, sc.Err(), want)
+	t.Fatalf("%d node leases listed when the stream ended (%v), want %d", listed, sc.Err(), want)
+	return counts{}
 }
 
 // probe renews probeLease through its own client.
@@ -267,6 +288,8 @@ type probe struct {
 		Update(context.Context, *coordinationv1.Lease, metav1.UpdateOptions) (*coordinationv1.Lease, error)
 	}
 	lease *coordinationv1.Lease
+	// watch sees the probe's renewals as any watcher does.
+	watch watch.Interface
 }
 
 func newProbe(t *testing.T, kubeconfig string) *probe {
@@ -289,11 +312,18 @@ func newProbe(t *testing.T, kubeconfig string) *probe {
 	if err != nil {
 		t.Fatalf("creating %s: %v", probeLease, err)
 	}
-	return &probe{cs: cs, leases: leases, lease: l}
+	w, err := leases.Watch(context.Background(), metav1.ListOptions{FieldSelector: "metadata.name=" + probeLease, ResourceVersion: l.ResourceVersion})
+	if err != nil {
+		t.Fatalf("watching %s: %v", probeLease, err)
+	}
+	t.Cleanup(w.Stop)
+	return &probe{cs: cs, leases: leases, lease: l, watch: w}
 }
 
-// renew sets the probe's renewTime to now and returns that time.
-func (p *probe) renew(t *testing.T) time.Time {
+// renew sets the probe's renewTime to now and returns that time, and how
+// long the renewal took to reach the probe's own watch (0: not within 5 s,
+// or the watch ended).
+func (p *probe) renew(t *testing.T) (time.Time, time.Duration) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -305,7 +335,20 @@ func (p *probe) renew(t *testing.T) time.Time {
 		t.Fatalf("renewing %s: %v", probeLease, err)
 	}
 	p.lease = updated
-	return now.Time
+	timeout := time.After(5 * time.Second)
+	for {
+		select {
+		case ev, ok := <-p.watch.ResultChan():
+			if !ok {
+				return now.Time, 0
+			}
+			if l, isLease := ev.Object.(*coordinationv1.Lease); isLease && l.ResourceVersion == updated.ResourceVersion {
+				return now.Time, time.Since(now.Time)
+			}
+		case <-timeout:
+			return now.Time, 0
+		}
+	}
 }
 
 // leaseUpdates is the server's count of successful lease updates

@@ -76,6 +76,17 @@ func renderers(root int) []int {
 	return out
 }
 
+// renderersCPU is the CPU time of the renderers under root.
+func renderersCPU(root int) time.Duration {
+	var sum time.Duration
+	for _, pid := range renderers(root) {
+		if s, err := readStat(pid); err == nil {
+			sum += s.cpu
+		}
+	}
+	return sum
+}
+
 // procStat is what the test reads of /proc/PID/stat.
 type procStat struct {
 	ppid int

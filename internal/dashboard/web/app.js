@@ -228,7 +228,14 @@
   function requestDraw() {
     if (drawPending) return;
     drawPending = true;
-    requestAnimationFrame(() => { drawPending = false; draw(); });
+    requestAnimationFrame(() => {
+      drawPending = false;
+      const t0 = performance.now();
+      draw();
+      const ms = performance.now() - t0;
+      window.dash.drawMs += ms;
+      window.dash.drawMaxMs = Math.max(window.dash.drawMaxMs, ms);
+    });
   }
 
   const off = document.createElement("canvas");
@@ -351,7 +358,7 @@
   }
 
   // ---- wiring ----
-  window.dash = { paints: 0, deltas: 0, interactiveAt: 0, rowsAt: 0, palette: paletteRGB, state: st,
+  window.dash = { paints: 0, drawMs: 0, drawMaxMs: 0, deltas: 0, interactiveAt: 0, rowsAt: 0, palette: paletteRGB, state: st,
     // pixel returns the [r,g,b] drawn at the centre of heat-map cell i.
     pixel(i) {
       const l = st.layout;
