@@ -11,7 +11,11 @@ import (
 // watch events of their writes (storage.Event.Object), so that the watch
 // cache of the writing replica takes the object the API server already has
 // instead of decoding the value etcd sends back. Decoding every renewal's
-// value again was 6% of a replica's CPU under bench max on a 3-member etcd.
+// value again was 6% of a replica's CPU profile under bench max on a
+// 3-member etcd (scripts/etcd-ratio.sh), and is gone from it with this;
+// on the shared 2-core machine it was measured on (load 15-20), the
+// replica's CPU per 1,000 renewals varied more between rounds (250-300
+// ms) than this moves it.
 //
 // etcd's answer to the transaction and the watch event of the write come
 // back on different streams in either order, so the object is registered

@@ -15,8 +15,12 @@ import (
 // (none for a transaction etcd may have received), the same interceptors
 // (version, auth) and the same error conversion. clientv3's Txn builder
 // clones every comparison with proto.Clone, which goes through protobuf
-// reflection, and takes a mutex per step: that was 2% of a replica's CPU
-// under bench max on 3 etcd members, for an If of one comparison.
+// reflection, copies the value twice (through a string) and takes a
+// mutex per step: the clones alone were 2% of a replica's CPU profile
+// under bench max on 3 etcd members (scripts/etcd-ratio.sh), for an If
+// of one comparison; like handoff.go's gain, it is smaller than the
+// round-to-round spread of the replica's CPU per renewal on the shared
+// machine it was measured on.
 
 // maxCallSendMsgSize and maxCallRecvMsgSize are clientv3's defaults, set
 // in the client's Config and used for the transactions sent here, so the
