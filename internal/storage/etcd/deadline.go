@@ -76,8 +76,13 @@ func unanswered(err error) bool {
 			return true
 		}
 	}
-	switch status.Code(err) {
-	case codes.DeadlineExceeded, codes.Unavailable:
+	switch st, _ := status.FromError(err); {
+	case st.Code() == codes.DeadlineExceeded, st.Code() == codes.Unavailable:
+		return true
+	case st.Code() == codes.Unknown && st.Message() == context.DeadlineExceeded.Error():
+		// etcd 3.4 ends a request whose deadline (the grpc-timeout the
+		// per-call deadline sends along) passes on its side first with
+		// code Unknown and the context's message.
 		return true
 	}
 	return false

@@ -23,6 +23,7 @@ func TestFailTellsRefusedFromUnanswered(t *testing.T) {
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
 	unavailable := status.Error(codes.Unavailable, "connection refused")
+	etcd34Deadline := status.Error(codes.Unknown, "context deadline exceeded")
 	for _, tc := range []struct {
 		name  string
 		ctx   context.Context
@@ -38,6 +39,10 @@ func TestFailTellsRefusedFromUnanswered(t *testing.T) {
 		{"write past the call deadline", live, true, context.DeadlineExceeded, context.DeadlineExceeded, storage.ErrUnavailable},
 		{"write, etcd timed out", live, true, rpctypes.ErrTimeout, context.DeadlineExceeded, storage.ErrUnavailable},
 		{"write, member unreachable", live, true, unavailable, context.DeadlineExceeded, storage.ErrUnavailable},
+		// etcd 3.4's answer when the deadline passes on its side first.
+		{"read, etcd's deadline", live, false, etcd34Deadline, storage.ErrUnavailable, nil},
+		{"write, etcd's deadline", live, true, etcd34Deadline, context.DeadlineExceeded, storage.ErrUnavailable},
+		{"other unknown error", live, true, status.Error(codes.Unknown, "something else"), status.Error(codes.Unknown, "something else"), context.DeadlineExceeded},
 		{"compacted", live, false, rpctypes.ErrCompacted, storage.ErrCompacted, storage.ErrUnavailable},
 	} {
 		got := s.fail(tc.ctx, "etcd: op", tc.write, tc.err)
