@@ -6,10 +6,13 @@
 // the user's own credentials) feed a Fleet, which keeps one small record per
 // lease and per node. A ticker turns the Fleet into a Summary a few times a
 // second: counts, an age histogram, the leaders and their timelines, the
-// attention list, and the heat map as one byte per node lease. Each browser
-// holds ONE Server-Sent Events stream; on every tick it receives the summary
-// and heat map (only when they changed) and the rows of its own view (a
-// filter, an offset and a page size it posts to /view), never the full list.
+// attention list, and the heat map as each node lease's renewal time and
+// duration (heatmap.go). Each browser holds ONE Server-Sent Events stream;
+// on every tick it receives the summary, the heat-map cells that changed
+// since the previous tick (the whole map first, or after a missed tick or a
+// lease coming or going), and the rows of its own view (a filter, an offset
+// and a page size it posts to /view) when they changed, never the full list.
+// The page computes ages and colours from the summary's clock.
 //
 // Invariants: the Fleet is guarded by one mutex and never holds API objects,
 // only the fields the page shows; every goroutine (informers, ticker, one
