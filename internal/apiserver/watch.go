@@ -143,6 +143,17 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, res *registry.Res
 			}
 			if err == nil && len(ch) == 0 {
 				err = sw.flushErr()
+				if err == nil {
+					// Nothing is being written now: lift the deadline.
+					// On HTTP/2 a write deadline is a timer that resets
+					// the stream with INTERNAL_ERROR when it fires,
+					// written to or not, so a quiet watch was cut
+					// watchWriteTimeout after its last event (clients
+					// saw Node and Event watches end every 10-25 s).
+					// The request's context still ends the stream at
+					// timeoutSeconds.
+					sw.clearDeadline()
+				}
 			}
 			if err != nil {
 				s.logger.Debug("watch stream ended", "err", err)

@@ -1,11 +1,15 @@
 package server_test
 
 import (
+	"context"
 	"crypto/tls"
 	"testing"
 	"time"
 
 	"golang.org/x/net/http2"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/leasehold/leasehold/internal/server/servertest"
 )
@@ -56,5 +60,45 @@ func TestServerHTTP2Settings(t *testing.T) {
 		if !ok || v != w {
 			t.Errorf("%v = %d (sent: %v), want %d", id, v, ok, w)
 		}
+	}
+}
+
+// TestHTTP2WatchOutlivesItsWriteDeadline: a watch that stays quiet after
+// its first event must run to its timeoutSeconds. Each frame's write has a
+// 10 s deadline, and on HTTP/2 a deadline left set is a timer that resets
+// the stream (INTERNAL_ERROR) when it fires; client-go then ended quiet
+// Node and Event watches every 10-25 s.
+func TestHTTP2WatchOutlivesItsWriteDeadline(t *testing.T) {
+	srv := servertest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	leases := srv.Client.CoordinationV1().Leases("default")
+	holder := "a"
+	if _, err := leases.Create(ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "quiet"},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const timeout = 14 // seconds: past the 10 s write deadline
+	timeoutSeconds := int64(timeout)
+	start := time.Now()
+	w, err := leases.Watch(ctx, metav1.ListOptions{ResourceVersion: "0", TimeoutSeconds: &timeoutSeconds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	events := 0
+	for ev := range w.ResultChan() {
+		if ev.Type == watch.Error {
+			t.Fatalf("watch error after %v: %v", time.Since(start), ev.Object)
+		}
+		events++
+	}
+	if took := time.Since(start); took < (timeout-1)*time.Second {
+		t.Fatalf("the watch ended after %v with %d events, want it open until its timeoutSeconds (%d s)", took.Round(time.Millisecond), events, timeout)
+	}
+	if events != 1 {
+		t.Fatalf("%d events, want the lease's ADDED only", events)
 	}
 }
