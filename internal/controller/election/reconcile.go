@@ -134,6 +134,13 @@ func (c *Controller) ping(ctx context.Context, cands []*coordinationv1beta1.Leas
 			continue
 		}
 		pt := cand.Spec.PingTime
+		if pt != nil && pt.Add(c.cfg.ElectionDuration).After(now) && cand.Spec.RenewTime.Before(pt) {
+			// Pinged within the election duration and not answered yet:
+			// the election waits for it, or the first candidate to answer
+			// would be elected over an older one still answering.
+			pinged = true
+			continue
+		}
 		// A ping that is older than the election duration and was
 		// answered (renewTime >= pingTime) is replaced; an unanswered
 		// old one means the candidate is gone: it is not pinged again
