@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -296,9 +295,6 @@ func (c *haCluster) loseQuorum(w *ackWriter, agents []*agentProc, nodes []string
 		start := time.Now()
 		ans, err := lbRaw.do(ctx, http.MethodGet, leasePath(durabilityNamespace, "ha-ack-0"), "")
 		took := time.Since(start)
-		if err == nil && knownEtcdUnknownDeadline(t, "a read through the balancer", ans, took) {
-			return
-		}
 		if took > 8*time.Second || (err == nil && ans.code != http.StatusServiceUnavailable) {
 			t.Errorf("a read through the balancer without quorum: %v %v after %v, want a quick failure or 503 within 8s", ans, err, took)
 		} else {
@@ -357,19 +353,10 @@ func (c *haCluster) loseQuorum(w *ackWriter, agents []*agentProc, nodes []string
 	return restoredUp
 }
 
-// etcdUnknownDeadline is how etcd 3.4 reports the end of a request's
-// deadline on its side (the grpc-timeout the replica's 5 s per-call
-// deadline sends along, which can pass there first): code Unknown, not
-// DeadlineExceeded. internal/storage/etcd (deadline.go, unanswered) does
-// not recognize it yet, so a replica then answers 500 instead of 503 or
-// 504; seen in about half the runs of this test (none in 6 runs with
-// unanswered() also taking codes.Unknown with that message).
-const etcdUnknownDeadline = "rpc error: code = Unknown desc = context deadline exceeded"
-
 // outageRequest is timedRequest within the per-call deadline and slack
-// (8 s), except that the known 500 of etcdUnknownDeadline is reported on
-// stderr (it survives go test's output filtering) rather than failing the
-// test, until storage/etcd maps it; any other answer is checked in full.
+// (8 s). A 500 here was etcd 3.4's "code = Unknown desc = context deadline
+// exceeded" (its side of the deadline passing first), which storage/etcd now
+// maps to 503/504 (bbd019c): the check is strict again.
 func outageRequest(t *testing.T, ctx context.Context, r *rawAdmin, what, method, path, body string, want ...int) {
 	t.Helper()
 	start := time.Now()
@@ -379,22 +366,7 @@ func outageRequest(t *testing.T, ctx context.Context, r *rawAdmin, what, method,
 		t.Errorf("%s: %v after %v", what, err, took)
 		return
 	}
-	if !knownEtcdUnknownDeadline(t, what, ans, took) {
-		checkOutageAnswer(t, what, ans, took, 8*time.Second, want...)
-	}
-}
-
-// knownEtcdUnknownDeadline reports (and returns true for) the known 500 of
-// etcdUnknownDeadline, answered within the per-call deadline and slack.
-func knownEtcdUnknownDeadline(t *testing.T, what string, ans rawAnswer, took time.Duration) bool {
-	t.Helper()
-	if ans.code != http.StatusInternalServerError || !strings.Contains(ans.body, etcdUnknownDeadline) || took > 8*time.Second {
-		return false
-	}
-	msg := fmt.Sprintf("KNOWN BUG (storage/etcd): %s answered 500 after %v, want 503 or 504: %s", what, took.Round(time.Millisecond), etcdUnknownDeadline)
-	fmt.Fprintln(os.Stderr, msg)
-	t.Log(msg)
-	return true
+	checkOutageAnswer(t, what, ans, took, 8*time.Second, want...)
 }
 
 // checkClientsCarriedOn checks the agents after a replica was killed:
