@@ -35,15 +35,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# await_serving LOG WHAT: wait until a JSON log says "serving".
-await_serving() {
-	for _ in $(seq 1 150); do
-		grep -q '"msg":"serving"' "$1" 2>/dev/null && return 0
-		sleep 0.2
-	done
-	echo "$2 did not start; see $1" >&2
-	exit 1
-}
+# shellcheck source=scripts/serve-fresh.sh
+. "$(dirname "$0")/serve-fresh.sh" # await_serving
 
 # shellcheck disable=SC2086 # SERVER_ENV and SERVER_FLAGS are lists of words
 env ${SERVER_ENV:-} "$bin" serve --data-dir "$out/data" --secure-port 0 ${SERVER_FLAGS:-} \

@@ -1,5 +1,7 @@
 # serve-fresh.sh: sourced by the measurement scripts, not run.
 #
+# It defines serve_fresh and await_serving.
+#
 # serve_fresh BINARY OUT [SERVE FLAGS...] starts `BINARY serve` on a new
 # embedded store in OUT/data on a free port of 127.0.0.1, with SERVER_ENV
 # (VAR=value words) in its environment and SERVER_FLAGS (words) after the
@@ -16,10 +18,16 @@ serve_fresh() {
 	env ${SERVER_ENV:-} "$bin" serve --data-dir "$out/data" --secure-port 0 "$@" ${SERVER_FLAGS:-} >"$out/server.out" 2>"$out/server.log" &
 	server=$!
 	trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true' EXIT
+	await_serving "$out/server.log" "leasehold serve"
+}
+
+# await_serving LOG WHAT returns once the JSON log LOG says "serving", or
+# exits the script if it does not within 30 s.
+await_serving() {
 	for _ in $(seq 1 150); do
-		grep -q '"msg":"serving"' "$out/server.log" 2>/dev/null && return 0
+		grep -q '"msg":"serving"' "$1" 2>/dev/null && return 0
 		sleep 0.2
 	done
-	echo "server did not start; see $out/server.log" >&2
+	echo "$2 did not start; see $1" >&2
 	exit 1
 }
