@@ -286,6 +286,33 @@ func (c *Cache) GetUnder(prefix, name string) (runtime.Object, bool) {
 	return c.resolve(st)
 }
 
+// GetUnderIfChanged is GetUnder for a caller that keeps its own digest of
+// the object and knows the revision it digested (seen, 0 for none): it
+// returns the object's current revision, and the object only when that
+// revision is not seen; ok is false when there is no object. Looking at an
+// unchanged object costs one map lookup and never decodes a cold entry: the
+// node lifecycle controller looks at every node's lease on every pass, and
+// at 100,000 nodes decoding the ones that had gone cold was 12% of the
+// server's CPU in a fleet run that had fallen behind.
+func (c *Cache) GetUnderIfChanged(prefix, name string, seen int64) (obj runtime.Object, rev int64, ok bool) {
+	var buf [128]byte
+	key := append(append(buf[:0], prefix...), name...)
+	c.mu.RLock()
+	e := c.objects[string(key)]
+	if e == nil {
+		c.mu.RUnlock()
+		return nil, 0, false
+	}
+	if e.modRev == seen {
+		c.mu.RUnlock()
+		return nil, seen, true
+	}
+	st := *e
+	c.mu.RUnlock()
+	obj, ok = c.resolve(st)
+	return obj, st.modRev, ok
+}
+
 // copyOf is *e, or the zero entry (which resolves to nothing) if e is nil.
 // The caller holds c.mu.
 func copyOf(e *entry) entry {

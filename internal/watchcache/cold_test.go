@@ -259,3 +259,35 @@ func TestDemoterRacesReadersSafely(t *testing.T) {
 		t.Fatal("the demoter froze nothing in 2 s with ColdAfter 5 ms")
 	}
 }
+
+// GetUnderIfChanged hands out an object only when its revision moved past
+// the one the caller saw, so a caller polling an unchanged cold entry never
+// has it decoded.
+func TestGetUnderIfChangedSkipsUnchangedEntries(t *testing.T) {
+	s, c := coldCache(t, 2)
+	freezeAll(t, c)
+	prefix := leasePrefix + "a/"
+	obj, seen, ok := c.GetUnderIfChanged(prefix, "l0000", 0)
+	if !ok || holderOf(obj) != "holder-0" || seen != rvOf(t, obj) {
+		t.Fatalf("first look: %v at %d, %v; want holder-0 at its revision", obj, seen, ok)
+	}
+	obj, rev, ok := c.GetUnderIfChanged(prefix, "l0000", seen)
+	if !ok || obj != nil || rev != seen {
+		t.Fatalf("unchanged: %v at %d, %v; want no object at %d", obj, rev, ok, seen)
+	}
+	if got := coldCount(c); got != 2 {
+		t.Fatalf("%d cold entries after looking at an unchanged one, want 2", got)
+	}
+
+	want := update(t, s, "a", "l0000", "renewed", map[string]string{"app": "x"})
+	if err := c.WaitForRevision(testCtx(t), want); err != nil {
+		t.Fatal(err)
+	}
+	obj, rev, ok = c.GetUnderIfChanged(prefix, "l0000", seen)
+	if !ok || holderOf(obj) != "renewed" || rev != want {
+		t.Fatalf("changed: %v at %d, %v; want renewed at %d", obj, rev, ok, want)
+	}
+	if obj, rev, ok := c.GetUnderIfChanged(prefix, "missing", 0); ok || obj != nil || rev != 0 {
+		t.Fatalf("missing key: %v at %d, %v; want nothing", obj, rev, ok)
+	}
+}

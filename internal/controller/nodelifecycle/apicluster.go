@@ -61,13 +61,13 @@ func (a *apiCluster) node(name string) (*corev1.Node, bool) {
 	return n, ok
 }
 
-func (a *apiCluster) nodeLease(name string) *coordinationv1.Lease {
-	o, ok := a.cache.GetUnder(a.leasePrefix, name)
-	if !ok {
-		return nil
+func (a *apiCluster) nodeLease(name string, seen int64) (*coordinationv1.Lease, int64) {
+	o, rev, ok := a.cache.GetUnderIfChanged(a.leasePrefix, name, seen)
+	if !ok || o == nil {
+		return nil, rev
 	}
 	l, _ := o.(*coordinationv1.Lease)
-	return l
+	return l, rev
 }
 
 func (a *apiCluster) freshNode(ctx context.Context, name string) (*corev1.Node, error) {

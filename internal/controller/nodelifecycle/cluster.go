@@ -18,8 +18,12 @@ type cluster interface {
 	nodes() []*nodeView
 	// node returns one current node, shared, or false if there is none.
 	node(name string) (*corev1.Node, bool)
-	// nodeLease returns the Lease kube-node-lease/name, shared, or nil.
-	nodeLease(name string) *coordinationv1.Lease
+	// nodeLease returns the Lease kube-node-lease/name, shared, and its
+	// store revision, unless that revision is seen: l is nil when there is
+	// no lease or when it is unchanged since the caller read it at seen (0:
+	// never read). A pass looks at every node's lease, and an unchanged one
+	// need not be read (nor, kept compactly, decoded) again.
+	nodeLease(name string, seen int64) (l *coordinationv1.Lease, rev int64)
 	// freshNode reads a node from the server itself (after a conflict the
 	// cache may lag). The result is the caller's to change.
 	freshNode(ctx context.Context, name string) (*corev1.Node, error)

@@ -34,6 +34,8 @@ type memCluster struct {
 	events []recorded
 	writes int
 	views  viewCache
+	// leaseReads counts the leases nodeLease handed out.
+	leaseReads int
 }
 
 type recorded struct{ node, reason, message string }
@@ -146,7 +148,23 @@ func (m *memCluster) node(name string) (*corev1.Node, bool) {
 	return n, ok
 }
 
-func (m *memCluster) nodeLease(name string) *coordinationv1.Lease { return m.leases[name] }
+// nodeLease hands out a lease whose resourceVersion is not seen, as the
+// watch cache does, and counts the leases it handed out.
+func (m *memCluster) nodeLease(name string, seen int64) (*coordinationv1.Lease, int64) {
+	l := m.leases[name]
+	if l == nil {
+		return nil, 0
+	}
+	rev, err := strconv.ParseInt(l.ResourceVersion, 10, 64)
+	if err != nil {
+		m.t.Fatalf("lease %s has resourceVersion %q", name, l.ResourceVersion)
+	}
+	if rev == seen {
+		return nil, rev
+	}
+	m.leaseReads++
+	return l, rev
+}
 
 func (m *memCluster) freshNode(_ context.Context, name string) (*corev1.Node, error) {
 	n, ok := m.objs[name]

@@ -49,10 +49,12 @@ type nodeHealth struct {
 
 // leaseMark is the renewTime of the node lease the controller last saw
 // advance: seen is false until a lease is seen, and renewed false if that
-// lease had no renewTime.
+// lease had no renewTime. rev is the store revision of the lease last read,
+// advanced or not: a lease still at rev is not read again.
 type leaseMark struct {
 	seen, renewed bool
 	renewTime     stamp
+	rev           int64
 }
 
 // markOf is the mark of lease l.
@@ -182,9 +184,12 @@ func (c *Controller) assessHealth(v *nodeView, full *corev1.Node, u *healthUpdat
 	// with the same renewTime (or a new resourceVersion) is not one. A
 	// renewTime earlier than the last is one too: the node's clock was
 	// stepped back, and it is renewing all the same.
-	if l := c.cluster.nodeLease(v.name); l != nil && renewed(l, h.lease) {
-		h.lease = markOf(l)
-		h.probe = seen
+	if l, rev := c.cluster.nodeLease(v.name, h.lease.rev); l != nil {
+		if renewed(l, h.lease) {
+			h.lease = markOf(l)
+			h.probe = seen
+		}
+		h.lease.rev = rev
 	}
 
 	silent := time.Duration(seen - h.probe)

@@ -418,3 +418,34 @@ func TestViewCacheKeepsOnlyListedNodes(t *testing.T) {
 		t.Errorf("cached views %v, want a and c", m.views.views)
 	}
 }
+
+// A pass reads only the leases that changed since the last one: at 100,000
+// nodes the unchanged ones may be kept compressed, and reading them all on
+// every pass is what the lease revision in leaseMark saves.
+func TestPassReadsOnlyChangedLeases(t *testing.T) {
+	ctx := context.Background()
+	m := newMemCluster(t, t0)
+	for _, name := range []string{"a", "b", "c"} {
+		m.addNode(name, "", corev1.ConditionTrue)
+		m.renew(name, t0)
+	}
+	c := m.controller(Config{})
+	c.monitor(ctx)
+	if m.leaseReads != 3 {
+		t.Fatalf("first pass read %d leases, want 3", m.leaseReads)
+	}
+	for range 6 {
+		m.leaseReads = 0
+		m.clock.Step(10 * time.Second)
+		m.renew("a", m.clock.Now())
+		c.monitor(ctx)
+		if m.leaseReads != 1 {
+			t.Fatalf("a pass after one renewal read %d leases, want 1", m.leaseReads)
+		}
+	}
+	// Unread, b's and c's leases still count as last seen: both went silent,
+	// and a was kept alive by the one lease that was read.
+	wantCondition(t, m.get("a"), corev1.NodeReady, corev1.ConditionTrue, "Agent", "posted")
+	wantCondition(t, m.get("b"), corev1.NodeReady, corev1.ConditionUnknown, reasonUnknown, messageUnknown)
+	wantCondition(t, m.get("c"), corev1.NodeReady, corev1.ConditionUnknown, reasonUnknown, messageUnknown)
+}
