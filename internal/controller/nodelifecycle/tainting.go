@@ -46,11 +46,12 @@ func (c *Controller) swap(ctx context.Context, name string, add, remove corev1.T
 }
 
 // markForTainting queues node v for taint t in its zone. If v lacks t
-// (never tainted, or the taint was removed behind our back) it is queued
-// afresh; if it has it, it stays processed and is not queued again.
+// although it was processed (the taint was removed behind our back) it is
+// queued afresh; if it has it, it stays processed and is not queued again;
+// if it is still waiting, it keeps its place.
 func (c *Controller) markForTainting(v *nodeView, t corev1.Taint) {
 	q := c.queue(v.zone)
-	if !hasTaint(v.taints, t) {
+	if !hasTaint(v.taints, t) && q.processed(v.name) {
 		q.forget(v.name)
 	}
 	if q.add(v.name) {
