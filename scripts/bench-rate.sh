@@ -23,11 +23,14 @@
 #
 # Environment: NODES (default 100000), CONNS (default 8), AS_NODES (0 or 1),
 # SERVER_ENV and BENCH_ENV (extra environment, e.g. BENCH_ENV=GODEBUG=gctrace=1),
-# SERVER_FLAGS (extra serve flags, e.g. SERVER_FLAGS="--max-heap-headroom 0").
+# SERVER_FLAGS (extra serve flags, e.g. SERVER_FLAGS="--memory-limit 0"),
+# BENCH_BIN (the binary that runs `bench rate`, default BINARY: A/B runs of
+# two servers then share one load generator).
 # Nothing else may run on the machine meanwhile: server and generator share
 # its cores, and every figure depends on that.
 set -euo pipefail
 bin=$1 out=$2 duration=${3:-10m}
+gen=${BENCH_BIN:-$bin}
 shift $(( $# < 3 ? $# : 3 ))
 data=$out/data
 # shellcheck source=scripts/serve-fresh.sh
@@ -45,7 +48,7 @@ serve_fresh "$bin" "$out" "${server_flags[@]}"
 timer=()
 [ -x /usr/bin/time ] && timer=(/usr/bin/time -v -o "$out/bench.time")
 # shellcheck disable=SC2086
-env ${BENCH_ENV:-} "${timer[@]}" "$bin" bench rate --kubeconfig "$data/admin.kubeconfig" \
+env ${BENCH_ENV:-} "${timer[@]}" "$gen" bench rate --kubeconfig "$data/admin.kubeconfig" \
 	--nodes "${NODES:-100000}" --interval 10s --client lean --clients 256 --connections "${CONNS:-8}" \
 	--duration "$duration" --server-pid "$server" "${bench_flags[@]}" "$@" >"$out/result.txt" 2>"$out/bench.log"
 kubectl --kubeconfig "$data/admin.kubeconfig" get --raw /metrics >"$out/metrics.txt" 2>/dev/null || true

@@ -17,9 +17,9 @@ import (
 
 func newServeCmd() *cobra.Command {
 	var (
-		cfg          server.Config
-		logLevel     string
-		heapHeadroom string
+		cfg         server.Config
+		logLevel    string
+		memoryLimit string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -33,10 +33,11 @@ start, and writes leasehold-data/admin.kubeconfig (group system:masters), so
 that KUBECONFIG=leasehold-data/admin.kubeconfig kubectl get leases -A works.
 SIGTERM finishes in-flight writes, ends watches and exits 0.
 
-Unless GOGC is set, the Go garbage collector runs at GOGC=200 (less CPU per
-request for about one more watch cache's worth of memory), but the heap may
-grow at most --max-heap-headroom above its live data, so memory follows the
-fleet: a 100,000-node server stays under 1 GiB.`,
+Unless GOGC or GOMEMLIMIT is set, the Go garbage collector runs at GOGC=200
+(less CPU per request for about one more watch cache's worth of memory)
+under a soft limit of --memory-limit, raised only when the live data would
+leave less than a quarter of itself above it: a 100,000-node server stays
+under 1 GiB.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var level slog.Level
@@ -49,7 +50,7 @@ fleet: a 100,000-node server stays under 1 GiB.`,
 			cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			ctx, cancel := context.WithCancel(cmd.Context())
 			defer cancel()
-			waitGC, err := startServeGC(ctx, cfg.Logger, heapHeadroom)
+			waitGC, err := startServeGC(ctx, cfg.Logger, memoryLimit)
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
@@ -90,6 +91,6 @@ fleet: a 100,000-node server stays under 1 GiB.`,
 	addLeaderElectFlags(cmd, &cfg.Replica)
 	addAuditFlags(cmd, &cfg.Audit)
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	f.StringVar(&heapHeadroom, "max-heap-headroom", serveMaxHeapHeadroom, "the most the Go heap may grow above its live data before the next garbage collection (a quantity: 256Mi, 1Gi); 0 keeps GOGC=200 alone. Ignored when GOGC is set")
+	f.StringVar(&memoryLimit, "memory-limit", serveMemoryLimit, "soft limit on the Go runtime's memory, as GOMEMLIMIT (a quantity: 900Mi, 2Gi), raised when the live heap would leave less than 25% of itself above it; 0 keeps GOGC=200 alone. Ignored when GOGC or GOMEMLIMIT is set")
 	return cmd
 }

@@ -3,6 +3,7 @@ package heapgoal
 import (
 	"context"
 	"log/slog"
+	"math"
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
@@ -10,18 +11,19 @@ import (
 
 // Options configures a tuner.
 type Options struct {
-	// Percent is the GC percent while the heap is small (GOGC).
+	// Percent is the GC percent (GOGC) the tuner sets and keeps.
 	Percent int
-	// MinPercent is the lowest GC percent the tuner sets (DefaultMinPercent
-	// if 0).
+	// MemoryLimit is the soft limit on the runtime's memory (as
+	// GOMEMLIMIT) while the live heap leaves room under it; 0 or less sets
+	// no limit: GOGC=Percent alone.
+	MemoryLimit int64
+	// MinPercent is the headroom, in percent of the live heap, that the
+	// limit always leaves above it (DefaultMinPercent if 0).
 	MinPercent int
-	// MaxHeadroom caps the bytes the heap may grow above the live heap
-	// before the next collection; 0 or less leaves Percent alone.
-	MaxHeadroom int64
 	// Interval is how often the tuner looks for a finished collection
 	// (DefaultInterval if 0).
 	Interval time.Duration
-	// Log, if set, receives a debug line on each change of percent.
+	// Log, if set, receives a debug line on each change of the limit.
 	Log *slog.Logger
 }
 
@@ -31,57 +33,88 @@ const (
 	// on a large heap.
 	DefaultMinPercent = 25
 	// DefaultInterval: collections of a large heap are seconds apart, so
-	// a look every quarter second sets each cycle's percent early in it.
+	// a look every quarter second sets each cycle's limit early in it.
 	DefaultInterval = 250 * time.Millisecond
 )
 
-// PercentFor is the GC percent the tuner sets for a live heap of live bytes.
-func (o Options) PercentFor(live uint64) int {
-	if o.MaxHeadroom <= 0 || live == 0 {
-		return o.Percent
+// LimitFor is the memory limit the tuner sets for a live heap of live bytes
+// when the runtime holds overhead bytes that are not heap.
+func (o Options) LimitFor(live, overhead uint64) int64 {
+	if o.MemoryLimit <= 0 {
+		return math.MaxInt64
 	}
 	minPercent := o.MinPercent
 	if minPercent == 0 {
 		minPercent = DefaultMinPercent
 	}
-	// Compare in bytes first: live×Percent/100 overflows for no heap a
-	// process can hold, and the division below then needs no clamping.
-	if live*uint64(o.Percent)/100 <= uint64(o.MaxHeadroom) {
-		return o.Percent
+	// No process holds a petabyte: the bounds only keep the sum below
+	// from overflowing.
+	const most = 1 << 50
+	minPercent = min(minPercent, 1000)
+	if live > most || overhead > most {
+		return math.MaxInt64
 	}
-	p := int(uint64(o.MaxHeadroom) * 100 / live)
-	return max(p, minPercent)
+	floor := overhead + live + live*uint64(minPercent)/100
+	return max(o.MemoryLimit, int64(floor))
 }
 
-// sample names the two runtime metrics the tuner reads.
-const (
-	metricCycles = "/gc/cycles/total:gc-cycles"
-	metricLive   = "/gc/heap/live:bytes"
-)
+// The runtime metrics the tuner reads: collections, the live heap, and what
+// overhead is made of (everything the runtime holds minus the heap's own
+// classes).
+var sampleNames = [7]string{
+	"/gc/cycles/total:gc-cycles",
+	"/gc/heap/live:bytes",
+	"/memory/classes/total:bytes",
+	"/memory/classes/heap/objects:bytes",
+	"/memory/classes/heap/unused:bytes",
+	"/memory/classes/heap/free:bytes",
+	"/memory/classes/heap/released:bytes",
+}
 
-// Run sets the process's GC percent to o.Percent and then, after every
-// collection, to o.PercentFor(live heap), until ctx ends. It returns
-// ctx's error.
+// reading is one read of the samples.
+type reading struct{ cycles, live, overhead uint64 }
+
+func read(samples []metrics.Sample) (reading, bool) {
+	metrics.Read(samples)
+	var v [7]uint64
+	for i, s := range samples {
+		if s.Value.Kind() != metrics.KindUint64 {
+			return reading{}, false
+		}
+		v[i] = s.Value.Uint64()
+	}
+	heap := v[3] + v[4] + v[5] + v[6]
+	r := reading{cycles: v[0], live: v[1]}
+	if v[2] > heap {
+		r.overhead = v[2] - heap
+	}
+	return r, true
+}
+
+// Run sets the process's GC percent to o.Percent and its memory limit to
+// o.MemoryLimit and then, after every collection, the limit to
+// o.LimitFor(live heap, overhead), until ctx ends. It returns ctx's error.
 func Run(ctx context.Context, o Options) error {
 	interval := o.Interval
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
-	current := o.Percent
-	debug.SetGCPercent(current)
-	samples := []metrics.Sample{{Name: metricCycles}, {Name: metricLive}}
-	metrics.Read(samples)
-	for _, s := range samples {
-		if s.Value.Kind() != metrics.KindUint64 {
-			// A runtime without the metric: GOGC stays at Percent.
-			if o.Log != nil {
-				o.Log.Warn("garbage collector target stays fixed: runtime metric unavailable", "metric", s.Name, "GOGC", current)
-			}
-			<-ctx.Done()
-			return ctx.Err()
-		}
+	debug.SetGCPercent(o.Percent)
+	samples := make([]metrics.Sample, len(sampleNames))
+	for i, name := range sampleNames {
+		samples[i].Name = name
 	}
-	var seen uint64
+	r, ok := read(samples)
+	current := o.LimitFor(0, 0)
+	debug.SetMemoryLimit(current)
+	if !ok || o.MemoryLimit <= 0 {
+		if !ok && o.Log != nil {
+			o.Log.Warn("memory limit stays fixed: runtime metrics unavailable", "limitBytes", current)
+		}
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	seen := r.cycles
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -90,18 +123,17 @@ func Run(ctx context.Context, o Options) error {
 			return ctx.Err()
 		case <-t.C:
 		}
-		metrics.Read(samples)
-		cycles, live := samples[0].Value.Uint64(), samples[1].Value.Uint64()
-		if cycles == seen {
+		r, _ = read(samples)
+		if r.cycles == seen {
 			continue
 		}
-		seen = cycles
-		if p := o.PercentFor(live); p != current {
-			debug.SetGCPercent(p)
+		seen = r.cycles
+		if limit := o.LimitFor(r.live, r.overhead); limit != current {
+			debug.SetMemoryLimit(limit)
 			if o.Log != nil {
-				o.Log.Debug("garbage collector target", "GOGC", p, "liveHeapBytes", live)
+				o.Log.Debug("memory limit", "limitBytes", limit, "liveHeapBytes", r.live, "overheadBytes", r.overhead)
 			}
-			current = p
+			current = limit
 		}
 	}
 }
