@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -289,5 +290,40 @@ func TestGetUnderIfChangedSkipsUnchangedEntries(t *testing.T) {
 	}
 	if obj, rev, ok := c.GetUnderIfChanged(prefix, "missing", 0); ok || obj != nil || rev != 0 {
 		t.Fatalf("missing key: %v at %d, %v; want nothing", obj, rev, ok)
+	}
+}
+
+// A write to a cold entry decodes the new value only: the previous state
+// stays cold in the window until a watcher with a predicate asks for it.
+func TestWriteToColdEntryDecodesOnlyTheNewValue(t *testing.T) {
+	s := newStoreT(t)
+	for i := range 4 {
+		create(t, s, "a", fmt.Sprintf("l%04d", i), "holder", map[string]string{"app": "x"})
+	}
+	var decodes atomic.Int64
+	c := startCache(t, s, Options{Encode: encodeJSON, ColdAfter: time.Hour,
+		Decode: func(key string, value []byte, rev int64, prev runtime.Object) (runtime.Object, error) {
+			decodes.Add(1)
+			return decodeLease(key, value, rev, prev)
+		}})
+	freezeAll(t, c)
+	decodes.Store(0)
+	rev := update(t, s, "a", "l0001", "renewed", map[string]string{"app": "x"})
+	if err := c.WaitForRevision(testCtx(t), rev); err != nil {
+		t.Fatal(err)
+	}
+	if got := decodes.Load(); got != 1 {
+		t.Fatalf("%d decodes for one write to a cold entry, want 1 (the new value)", got)
+	}
+
+	// A watcher with a predicate still sees the change judged against the
+	// previous state, decoded for it.
+	w := mustWatch(t, c, WatchOptions{Prefix: leasePrefix, FromRevision: rev - 1,
+		Predicate: func(o runtime.Object) bool { return holderOf(o) == "holder" }})
+	if ev := next(t, w); ev.Type != watch.Deleted || ev.Rev != rev {
+		t.Fatalf("renewed away from the selection: %s %s at %d, want DELETED at %d", ev.Type, ev.Key, ev.Rev, rev)
+	}
+	if got := decodes.Load(); got != 2 {
+		t.Fatalf("%d decodes after a watcher judged the change, want 2", got)
 	}
 }

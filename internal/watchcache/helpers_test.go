@@ -75,7 +75,9 @@ func startCache(t testing.TB, s storage.Interface, opts Options) *Cache {
 	if opts.Prefix == "" {
 		opts.Prefix = "/registry/"
 	}
-	opts.Decode = decodeLease
+	if opts.Decode == nil {
+		opts.Decode = decodeLease
+	}
 	if opts.Logger == nil {
 		opts.Logger = quietLogger()
 	}

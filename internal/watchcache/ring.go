@@ -11,12 +11,17 @@ import (
 // change (nil for a create): watchers with a predicate need it to turn a change
 // into ADDED, MODIFIED or DELETED from their own point of view. prevSame says
 // that every predicate judges prev as it judges obj (Options.SameSelection),
-// and prev is then not kept.
+// and prev is then not kept. When the object before the change was cold,
+// prev is nil and prevCold holds its cold value, at revision prevRev: only a
+// watcher with a predicate decodes it (see Watcher.convert), so a change to
+// a cold entry that nobody filters costs no decode.
 type event struct {
 	typ      watch.EventType
 	key      string
 	obj      runtime.Object
 	prev     runtime.Object
+	prevCold []byte
+	prevRev  int64
 	prevSame bool
 	rev      int64
 }

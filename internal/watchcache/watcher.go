@@ -284,7 +284,13 @@ func (w *Watcher) convert(e *event) (Event, bool) {
 	now := pred(e.obj)
 	before := now
 	if !e.prevSame {
-		before = e.prev != nil && pred(e.prev)
+		prev := e.prev
+		if prev == nil && e.prevCold != nil {
+			// A cold previous state (see event) is decoded by the watchers
+			// that judge it, each for itself: there are few.
+			prev, _ = w.c.resolve(entry{key: e.key, cold: e.prevCold, modRev: e.prevRev})
+		}
+		before = prev != nil && pred(prev)
 	}
 	switch {
 	case now && before:
