@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -34,6 +35,9 @@ type etcdProc struct {
 	Name string
 	// Endpoint is the client URL, http://127.0.0.1:PORT.
 	Endpoint string
+	// peer is the peer URL: what tells this member from any other process
+	// that may answer on Endpoint (see answersAsItself).
+	peer string
 
 	t    *testing.T
 	bin  string
@@ -60,10 +64,36 @@ func startEtcdProcess(t *testing.T) *etcdProc {
 
 // startEtcdCluster starts an n-member etcd cluster on free ports (all
 // members at once: each waits for the others to form the cluster) and
-// waits until every member answers /health.
+// waits until every member answers /health. A free port can be taken by
+// another process between freePort and etcd's bind (tests run in
+// parallel); the member then exits, and the cluster is started again on
+// new ports, up to etcdStartAttempts times.
 func startEtcdCluster(t *testing.T, n int) *etcdCluster {
 	t.Helper()
 	bin := testdeps.Debian(t, "etcd-server", "etcd")
+	for attempt := 1; ; attempt++ {
+		c, exited := tryStartEtcdCluster(t, bin, n)
+		if exited == nil {
+			return c
+		}
+		if attempt == etcdStartAttempts {
+			t.Fatalf("etcd %s exited at start %d times; log:\n%s", exited.Name, attempt, exited.logs.String())
+		}
+		t.Logf("etcd %s exited at start (a port taken meanwhile?); starting the cluster again on new ports; its log:\n%s", exited.Name, exited.logs.String())
+		for _, m := range c.Members {
+			m.stop()
+		}
+	}
+}
+
+// etcdStartAttempts bounds startEtcdCluster's retries.
+const etcdStartAttempts = 3
+
+// tryStartEtcdCluster is one attempt of startEtcdCluster: the cluster, or
+// the first member whose process exited before it answered /health (the
+// others are left running for the caller to stop).
+func tryStartEtcdCluster(t *testing.T, bin string, n int) (*etcdCluster, *etcdProc) {
+	t.Helper()
 	dir := t.TempDir()
 	c := &etcdCluster{}
 	var initial []string
@@ -75,7 +105,7 @@ func startEtcdCluster(t *testing.T, n int) *etcdCluster {
 	for i := range n {
 		name := fmt.Sprintf("m%d", i)
 		client := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-		m := &etcdProc{Name: name, Endpoint: client, t: t, bin: bin, logs: &syncBuffer{}, args: []string{
+		m := &etcdProc{Name: name, Endpoint: client, peer: peers[i], t: t, bin: bin, logs: &syncBuffer{}, args: []string{
 			"--name", name, "--data-dir", filepath.Join(dir, name),
 			"--listen-client-urls", client, "--advertise-client-urls", client,
 			"--listen-peer-urls", peers[i], "--initial-advertise-peer-urls", peers[i],
@@ -92,9 +122,31 @@ func startEtcdCluster(t *testing.T, n int) *etcdCluster {
 		c.Members = append(c.Members, m)
 	}
 	for _, m := range c.Members {
-		m.waitHealthy()
+		if !m.waitHealthy() {
+			return c, m
+		}
 	}
-	return c
+	// A member that failed to bind may have exited only after another
+	// process answered /health on its port: look once more.
+	for _, m := range c.Members {
+		if m.hasExited() {
+			return c, m
+		}
+	}
+	return c, nil
+}
+
+// hasExited reports whether the member's current process has exited.
+func (p *etcdProc) hasExited() bool {
+	p.mu.Lock()
+	exited := p.exited
+	p.mu.Unlock()
+	select {
+	case <-exited:
+		return true
+	default:
+		return false
+	}
 }
 
 // start runs the member's process with its arguments (a restart keeps the
@@ -136,14 +188,59 @@ func (p *etcdProc) Kill() { p.stop() }
 func (p *etcdProc) Restart() {
 	p.t.Helper()
 	p.start()
-	p.waitHealthy()
+	if !p.waitHealthy() {
+		p.t.Fatalf("etcd %s exited on restart; log:\n%s", p.Name, p.logs.String())
+	}
 }
 
-func (p *etcdProc) waitHealthy() {
+// waitHealthy waits until the member answers /health as itself, and
+// reports false if its process exited first (its port was taken).
+func (p *etcdProc) waitHealthy() bool {
 	p.t.Helper()
-	if _, err := waitFor(etcdStartTimeout, func() (bool, error) { return p.healthy(), nil }); err != nil {
+	gone := false
+	if _, err := waitFor(etcdStartTimeout, func() (bool, error) {
+		if p.hasExited() {
+			gone = true
+			return true, nil
+		}
+		return p.started(), nil
+	}); err != nil {
 		p.t.Fatalf("etcd %s did not become healthy within %v: %v; log:\n%s", p.Name, etcdStartTimeout, err, p.logs.String())
 	}
+	return !gone
+}
+
+// started reports whether this member, not some other process that took
+// its port, answers healthy: /health says 200 and the member answering on
+// Endpoint advertises this member's peer URL.
+func (p *etcdProc) started() bool {
+	return p.healthy() && p.answersAsItself()
+}
+
+// answersAsItself reports whether the member answering on Endpoint is the
+// one with this member's peer URL.
+func (p *etcdProc) answersAsItself() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{p.Endpoint}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return false
+	}
+	defer cli.Close()
+	st, err := cli.Status(ctx, p.Endpoint)
+	if err != nil {
+		return false
+	}
+	members, err := cli.MemberList(ctx)
+	if err != nil {
+		return false
+	}
+	for _, m := range members.Members {
+		if m.ID == st.Header.MemberId {
+			return slices.Contains(m.PeerURLs, p.peer)
+		}
+	}
+	return false
 }
 
 // healthy reports whether etcd answers its /health endpoint with 200 (a
