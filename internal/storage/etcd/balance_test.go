@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
 	"github.com/leasehold/leasehold/internal/storage"
 	"github.com/leasehold/leasehold/internal/testdeps"
 )
@@ -147,17 +150,41 @@ func freePort(t *testing.T) int {
 
 // startDebianCluster runs an n-member etcd from bin on free ports (each
 // stopped by its PID when the test ends) and returns the members' client
-// URLs, and their processes, once every one of them is healthy.
+// URLs, and their processes, once every one of them is healthy. A free
+// port can be taken by another process before etcd binds it (tests run in
+// parallel): that member exits, and the cluster is started again on new
+// ports, up to three times.
 func startDebianCluster(t *testing.T, bin string, n int) ([]string, []*exec.Cmd) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		clients, procs, err := tryDebianCluster(t, bin, n)
+		if err == nil {
+			return clients, procs
+		}
+		if attempt == 3 {
+			t.Fatal(err)
+		}
+		t.Logf("%v; starting the cluster again on new ports", err)
+	}
+}
+
+// tryDebianCluster is one attempt of startDebianCluster. On an error its
+// processes are already stopped.
+func tryDebianCluster(t *testing.T, bin string, n int) ([]string, []*exec.Cmd, error) {
 	t.Helper()
 	clients := make([]string, n)
 	peers := make([]string, n)
 	procs := make([]*exec.Cmd, n)
+	exited := make([]chan struct{}, n)
 	var cluster []string
 	for i := range n {
 		clients[i] = fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
 		peers[i] = fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
 		cluster = append(cluster, fmt.Sprintf("m%d=%s", i, peers[i]))
+	}
+	stop := func(cmd *exec.Cmd, done chan struct{}) {
+		_ = cmd.Process.Kill()
+		<-done
 	}
 	for i := range n {
 		cmd := exec.Command(bin, "--name", fmt.Sprintf("m%d", i), "--data-dir", t.TempDir(),
@@ -168,30 +195,68 @@ func startDebianCluster(t *testing.T, bin string, n int) ([]string, []*exec.Cmd)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		procs[i] = cmd
-		t.Cleanup(func() {
-			_ = cmd.Process.Kill()
+		done := make(chan struct{})
+		// Owned by the process: it ends when etcd exits.
+		go func() {
 			_ = cmd.Wait()
-		})
+			close(done)
+		}()
+		procs[i], exited[i] = cmd, done
+		t.Cleanup(func() { stop(cmd, done) })
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for _, c := range clients {
-		for {
-			resp, err := http.Get(c + "/health")
-			if err == nil {
-				healthy := resp.StatusCode == http.StatusOK
-				_ = resp.Body.Close()
-				if healthy {
-					break
+	for i, c := range clients {
+		for !memberAnswers(c, peers[i]) {
+			select {
+			case <-exited[i]:
+				for j := range procs {
+					stop(procs[j], exited[j])
 				}
+				return nil, nil, fmt.Errorf("etcd member %s exited at start (its port taken meanwhile?)", c)
+			default:
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("etcd member %s not healthy within 30s: %v", c, err)
+				t.Fatalf("etcd member %s not healthy within 30s", c)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	return clients, procs
+	return clients, procs, nil
+}
+
+// memberAnswers reports whether the member on client answers /health with
+// 200 and is the one with peer URL peer, not another process that took
+// the port.
+func memberAnswers(client, peer string) bool {
+	resp, err := http.Get(client + "/health")
+	if err != nil {
+		return false
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{client}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return false
+	}
+	defer func() { _ = cli.Close() }()
+	st, err := cli.Status(ctx, client)
+	if err != nil {
+		return false
+	}
+	members, err := cli.MemberList(ctx)
+	if err != nil {
+		return false
+	}
+	for _, m := range members.Members {
+		if m.ID == st.Header.MemberId {
+			return slices.Contains(m.PeerURLs, peer)
+		}
+	}
+	return false
 }
 
 // TestRequestsFollowTheLeader: when etcd moves leadership to another

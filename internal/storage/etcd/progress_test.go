@@ -205,21 +205,10 @@ func TestProgressNeedsFixedEtcd(t *testing.T) {
 }
 
 // startDebianEtcd runs a one-member etcd from bin on free ports, stopped
-// (by its PID) when the test ends, and returns its client URL.
+// (by its PID) when the test ends, and returns its client URL once it is
+// healthy.
 func startDebianEtcd(t *testing.T, bin string) string {
 	t.Helper()
-	client := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-	peer := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-	cmd := exec.Command(bin, "--name", "m1", "--data-dir", t.TempDir(),
-		"--listen-client-urls", client, "--advertise-client-urls", client,
-		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-		"--initial-cluster", "m1="+peer, "--unsafe-no-fsync")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	return client
+	clients, _ := startDebianCluster(t, bin, 1)
+	return clients[0]
 }
