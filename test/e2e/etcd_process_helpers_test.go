@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -36,7 +35,7 @@ type etcdProc struct {
 	// Endpoint is the client URL, http://127.0.0.1:PORT.
 	Endpoint string
 	// peer is the peer URL: what tells this member from any other process
-	// that may answer on Endpoint (see answersAsItself).
+	// that may answer on Endpoint (see testdeps.EtcdMemberIs).
 	peer string
 
 	t    *testing.T
@@ -214,33 +213,7 @@ func (p *etcdProc) waitHealthy() bool {
 // its port, answers healthy: /health says 200 and the member answering on
 // Endpoint advertises this member's peer URL.
 func (p *etcdProc) started() bool {
-	return p.healthy() && p.answersAsItself()
-}
-
-// answersAsItself reports whether the member answering on Endpoint is the
-// one with this member's peer URL.
-func (p *etcdProc) answersAsItself() bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{p.Endpoint}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		return false
-	}
-	defer cli.Close()
-	st, err := cli.Status(ctx, p.Endpoint)
-	if err != nil {
-		return false
-	}
-	members, err := cli.MemberList(ctx)
-	if err != nil {
-		return false
-	}
-	for _, m := range members.Members {
-		if m.ID == st.Header.MemberId {
-			return slices.Contains(m.PeerURLs, p.peer)
-		}
-	}
-	return false
+	return p.healthy() && testdeps.EtcdMemberIs(p.Endpoint, p.peer)
 }
 
 // healthy reports whether etcd answers its /health endpoint with 200 (a

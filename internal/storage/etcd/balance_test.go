@@ -14,9 +14,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-
 	"github.com/leasehold/leasehold/internal/storage"
 	"github.com/leasehold/leasehold/internal/testdeps"
 )
@@ -236,27 +233,7 @@ func memberAnswers(client, peer string) bool {
 	if resp.StatusCode != http.StatusOK {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{client}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		return false
-	}
-	defer func() { _ = cli.Close() }()
-	st, err := cli.Status(ctx, client)
-	if err != nil {
-		return false
-	}
-	members, err := cli.MemberList(ctx)
-	if err != nil {
-		return false
-	}
-	for _, m := range members.Members {
-		if m.ID == st.Header.MemberId {
-			return slices.Contains(m.PeerURLs, peer)
-		}
-	}
-	return false
+	return testdeps.EtcdMemberIs(client, peer)
 }
 
 // TestRequestsFollowTheLeader: when etcd moves leadership to another
