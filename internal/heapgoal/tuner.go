@@ -58,17 +58,24 @@ func (o Options) LimitFor(live, overhead uint64) int64 {
 	return max(o.MemoryLimit, int64(floor))
 }
 
-// The runtime metrics the tuner reads: collections, the live heap, and what
-// overhead is made of (everything the runtime holds minus the heap's own
-// classes).
-var sampleNames = [7]string{
-	"/gc/cycles/total:gc-cycles",
-	"/gc/heap/live:bytes",
-	"/memory/classes/total:bytes",
-	"/memory/classes/heap/objects:bytes",
-	"/memory/classes/heap/unused:bytes",
-	"/memory/classes/heap/free:bytes",
-	"/memory/classes/heap/released:bytes",
+// newSamples returns the runtime metrics the tuner reads, in the order read
+// expects: collections, the live heap, and what overhead is made of
+// (everything the runtime holds minus the heap's own classes).
+func newSamples() []metrics.Sample {
+	names := [...]string{
+		"/gc/cycles/total:gc-cycles",
+		"/gc/heap/live:bytes",
+		"/memory/classes/total:bytes",
+		"/memory/classes/heap/objects:bytes",
+		"/memory/classes/heap/unused:bytes",
+		"/memory/classes/heap/free:bytes",
+		"/memory/classes/heap/released:bytes",
+	}
+	samples := make([]metrics.Sample, len(names))
+	for i, name := range names {
+		samples[i].Name = name
+	}
+	return samples
 }
 
 // reading is one read of the samples.
@@ -100,10 +107,7 @@ func Run(ctx context.Context, o Options) error {
 		interval = DefaultInterval
 	}
 	debug.SetGCPercent(o.Percent)
-	samples := make([]metrics.Sample, len(sampleNames))
-	for i, name := range sampleNames {
-		samples[i].Name = name
-	}
+	samples := newSamples()
 	r, ok := read(samples)
 	current := o.LimitFor(0, 0)
 	debug.SetMemoryLimit(current)

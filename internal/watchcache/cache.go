@@ -278,12 +278,8 @@ func (c *Cache) Get(key string) (runtime.Object, bool) {
 // controllers that look up one object per node on every pass would
 // otherwise allocate a key each time.
 func (c *Cache) GetUnder(prefix, name string) (runtime.Object, bool) {
-	var buf [128]byte
-	key := append(append(buf[:0], prefix...), name...)
-	c.mu.RLock()
-	st := copyOf(c.objects[string(key)])
-	c.mu.RUnlock()
-	return c.resolve(st)
+	obj, _, ok := c.GetUnderIfChanged(prefix, name, 0) // no object is at revision 0
+	return obj, ok
 }
 
 // GetUnderIfChanged is GetUnder for a caller that keeps its own digest of
@@ -292,8 +288,9 @@ func (c *Cache) GetUnder(prefix, name string) (runtime.Object, bool) {
 // revision is not seen; ok is false when there is no object. Looking at an
 // unchanged object costs one map lookup and never decodes a cold entry: the
 // node lifecycle controller looks at every node's lease on every pass, and
-// at 100,000 nodes decoding the ones that had gone cold was 12% of the
-// server's CPU in a fleet run that had fallen behind.
+// at 100,000 nodes decoding the ones that had gone cold was 4.5% of the
+// server's CPU profile (0.68 of 15.1 s) in a fleet run that had fallen
+// behind.
 func (c *Cache) GetUnderIfChanged(prefix, name string, seen int64) (obj runtime.Object, rev int64, ok bool) {
 	var buf [128]byte
 	key := append(append(buf[:0], prefix...), name...)

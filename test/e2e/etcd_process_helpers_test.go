@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,7 +34,7 @@ type etcdProc struct {
 	// Endpoint is the client URL, http://127.0.0.1:PORT.
 	Endpoint string
 	// peer is the peer URL: what tells this member from any other process
-	// that may answer on Endpoint (see testdeps.EtcdMemberIs).
+	// that may answer on Endpoint (see testdeps.EtcdMemberServes).
 	peer string
 
 	t    *testing.T
@@ -202,35 +201,11 @@ func (p *etcdProc) waitHealthy() bool {
 			gone = true
 			return true, nil
 		}
-		return p.started(), nil
+		return testdeps.EtcdMemberServes(p.Endpoint, p.peer), nil
 	}); err != nil {
 		p.t.Fatalf("etcd %s did not become healthy within %v: %v; log:\n%s", p.Name, etcdStartTimeout, err, p.logs.String())
 	}
 	return !gone
-}
-
-// started reports whether this member, not some other process that took
-// its port, answers healthy: /health says 200 and the member answering on
-// Endpoint advertises this member's peer URL.
-func (p *etcdProc) started() bool {
-	return p.healthy() && testdeps.EtcdMemberIs(p.Endpoint, p.peer)
-}
-
-// healthy reports whether etcd answers its /health endpoint with 200 (a
-// member answers 503 while the cluster has no leader).
-func (p *etcdProc) healthy() bool {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.Endpoint+"/health", nil)
-	if err != nil {
-		return false
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false
-	}
-	_ = resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
 }
 
 // Pause freezes etcd (SIGSTOP); Resume lets it run again (SIGCONT).

@@ -203,7 +203,7 @@ func tryDebianCluster(t *testing.T, bin string, n int) ([]string, []*exec.Cmd, e
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for i, c := range clients {
-		for !memberAnswers(c, peers[i]) {
+		for !testdeps.EtcdMemberServes(c, peers[i]) {
 			select {
 			case <-exited[i]:
 				for j := range procs {
@@ -219,21 +219,6 @@ func tryDebianCluster(t *testing.T, bin string, n int) ([]string, []*exec.Cmd, e
 		}
 	}
 	return clients, procs, nil
-}
-
-// memberAnswers reports whether the member on client answers /health with
-// 200 and is the one with peer URL peer, not another process that took
-// the port.
-func memberAnswers(client, peer string) bool {
-	resp, err := http.Get(client + "/health")
-	if err != nil {
-		return false
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return false
-	}
-	return testdeps.EtcdMemberIs(client, peer)
 }
 
 // TestRequestsFollowTheLeader: when etcd moves leadership to another
