@@ -32,6 +32,7 @@ type Guard struct {
 	open     atomic.Int64 // accepted connections not yet closed
 	refusals summary
 	closings summary
+	shutdown shutdown
 }
 
 // New raises the process's soft descriptor limit to the hard one, derives
@@ -110,13 +111,18 @@ func (g *Guard) Server(handler http.Handler, tlsConfig *tls.Config) (*http.Serve
 	}
 	// x/net's server, not net/http's bundled copy, serves HTTP/2 because
 	// only it serves a net.Conn of ours (ServeConn): the guard must see the
-	// decrypted frames. ConfigureServer still ties it to srv (graceful
-	// Shutdown, srv.HTTP2, ALPN).
+	// decrypted frames. ConfigureServer still ties one to srv (srv.HTTP2,
+	// ALPN); the one that serves is tied to srv's graceful Shutdown through
+	// shutdown.go, because x/net's own misses connections that start
+	// serving during it.
 	//lint:ignore SA1019 net/http offers no way to serve HTTP/2 on a wrapped connection
-	h2 := &http2.Server{}
-	//lint:ignore SA1019 see above
-	if err := http2.ConfigureServer(srv, h2); err != nil {
+	if err := http2.ConfigureServer(srv, &http2.Server{}); err != nil {
 		return nil, fmt.Errorf("configuring HTTP/2: %w", err)
+	}
+	//lint:ignore SA1019 see above
+	h2 := &http2.Server{}
+	if err := g.shutdown.configure(srv, h2, g.open.Load); err != nil {
+		return nil, fmt.Errorf("configuring HTTP/2 shutdown: %w", err)
 	}
 	srv.TLSNextProto[http2.NextProtoTLS] = func(hs *http.Server, c *tls.Conn, h http.Handler) {
 		// net/http hands over its per-connection context through the

@@ -27,6 +27,7 @@ type guarded struct {
 	addr string
 	g    *Guard
 	reg  *prometheus.Registry
+	srv  *http.Server
 }
 
 // startGuarded serves handler behind a Guard made from cfg.
@@ -53,7 +54,7 @@ func startGuarded(t *testing.T, cfg Config, handler http.Handler) *guarded {
 			t.Errorf("serving: %v", err)
 		}
 	})
-	return &guarded{addr: ln.Addr().String(), g: g, reg: reg}
+	return &guarded{addr: ln.Addr().String(), g: g, reg: reg, srv: srv}
 }
 
 // counter reads a counter (or one child of a vector) from s's registry.

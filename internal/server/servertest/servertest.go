@@ -7,6 +7,8 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"runtime/pprof"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,7 +84,11 @@ func StartIn(t testing.TB, dataDir string, modify ...func(*server.Config)) *Serv
 				t.Errorf("server exited with error: %v", err)
 			}
 		case <-time.After(30 * time.Second):
-			t.Error("server did not stop within 30s")
+			// The goroutines still running say which part of the server
+			// ignored its cancel; without them this failure is a guess.
+			var dump strings.Builder
+			_ = pprof.Lookup("goroutine").WriteTo(&dump, 2)
+			t.Errorf("server did not stop within 30s; goroutines:\n%s", dump.String())
 		}
 	}
 	t.Cleanup(s.stop)
