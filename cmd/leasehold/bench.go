@@ -41,7 +41,7 @@ func (f *benchFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&f.clients, "clients", 64, "number of concurrent clients")
 	fl.IntVar(&f.connections, "connections", 4, "number of HTTP connections (separate transports) the clients share")
 	fl.StringVar(&f.contentType, "content-type", bench.ContentTypeProtobuf, "request and response encoding: json or protobuf")
-	fl.StringVar(&f.client, "client", bench.ClientTyped, "how renewals are sent: typed (client-go's typed clientset, as kubelets do) or lean (hand-built requests over client-go's transport: less load-generator CPU per renewal, so on a shared machine more of it is left to the server)")
+	fl.StringVar(&f.client, "client", bench.ClientTyped, "how renewals are sent: typed (client-go's typed clientset, as kubelets do) or lean (hand-built requests over HTTP/2 only, with client-go's TLS settings and credentials: less load-generator CPU per renewal, so on a shared machine more of it is left to the server)")
 	fl.DurationVar(&f.requestTimeout, "request-timeout", bench.DefaultRequestTimeout, "timeout of each request")
 }
 

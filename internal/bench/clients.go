@@ -31,9 +31,9 @@ const (
 const (
 	// ClientTyped renews through client-go's typed clientset, as kubelets do.
 	ClientTyped = "typed"
-	// ClientLean renews with hand-built requests over the same client-go
-	// transport, skipping client-go's per-request machinery so that less of
-	// a shared machine's CPU goes to the load generator (see lean.go).
+	// ClientLean renews with hand-built requests over HTTP/2, skipping
+	// client-go's per-request machinery so that less of a shared machine's
+	// CPU goes to the load generator (see lean.go and leantransport.go).
 	ClientLean = "lean"
 )
 
@@ -128,7 +128,7 @@ func newClients(base *rest.Config, kind, contentType string, connections int, to
 			c.sets = append(c.sets, set)
 			continue
 		}
-		set, conn, err := newLeanPair(cfg, urls)
+		set, conn, err := c.newLeanPair(cfg, urls)
 		if err != nil {
 			return nil, fmt.Errorf("building lean client %d: %w", i, err)
 		}
@@ -158,9 +158,9 @@ func (c *Clients) connConfig(base *rest.Config, contentType string) (*rest.Confi
 	return cfg, nil
 }
 
-// newLeanPair builds one connection's HTTP client from cfg and both clients
-// on it: the typed clientset and the lean one.
-func newLeanPair(cfg *rest.Config, urls *leaseURLs) (kubernetes.Interface, *leanConn, error) {
+// newLeanPair builds one connection's HTTP client from cfg (leantransport.go)
+// and both clients on it: the typed clientset and the lean one.
+func (c *Clients) newLeanPair(cfg *rest.Config, urls *leaseURLs) (kubernetes.Interface, *leanConn, error) {
 	// The transport sets the User-Agent only when the config names one; left
 	// empty, setup's creates would go out as Go-http-client and the lean
 	// renewals as the binary's name: two field managers on every lease,
@@ -169,7 +169,7 @@ func newLeanPair(cfg *rest.Config, urls *leaseURLs) (kubernetes.Interface, *lean
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
-	httpClient, err := rest.HTTPClientFor(cfg)
+	httpClient, err := c.leanHTTPClient(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("building HTTP client: %w", err)
 	}

@@ -16,7 +16,8 @@
 //
 // Renewals go through leaseAPI, implemented by client-go's typed clientset
 // (the default, as kubelets renew) and by the lean client (lean.go: requests
-// built by hand over client-go's transport and serializers), which leaves
+// built by hand with client-go's serializers, over an HTTP/2 transport with
+// client-go's TLS settings and credentials, leantransport.go), which leaves
 // more of a shared machine's CPU to the server; both report server errors as
 // apierrors values, so conflicts and deletions are handled alike.
 //

@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// The lean client renews leases with hand-built HTTP requests over
-// client-go's transport (TLS, client certificates, HTTP/2), skipping
+// The lean client renews leases with hand-built HTTP requests over HTTP/2
+// with client-go's TLS settings and credentials (leantransport.go), skipping
 // client-go's request machinery: URL assembly with path.Join on every call,
 // query parameters by reflection, rate limiter, retry and metrics wrappers,
 // and the versioning codec layers. On a machine whose cores the load
@@ -25,7 +25,7 @@ import (
 // for client-go's scheme, so the bytes on the wire are the typed client's.
 
 // leanConn is what every worker on one connection shares: the HTTP client
-// client-go built for it and how to reach and speak to the Lease API. It is
+// built for it and how to reach and speak to the Lease API. It is
 // read-only after newLeanConn, so safe for concurrent use.
 type leanConn struct {
 	http      *http.Client
@@ -39,7 +39,7 @@ type leanConn struct {
 }
 
 // newLeanConn wraps httpClient, which must carry cfg's TLS settings and
-// authentication (rest.HTTPClientFor(cfg)), to send cfg.ContentType (as
+// authentication (Clients.leanHTTPClient), to send cfg.ContentType (as
 // setContentType leaves it) as cfg.UserAgent (as newLeanPair leaves it).
 func newLeanConn(cfg *rest.Config, httpClient *http.Client, urls *leaseURLs) (*leanConn, error) {
 	mediaType := cfg.ContentType
