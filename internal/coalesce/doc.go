@@ -14,7 +14,8 @@
 //
 // Invariants: bytes reach the peer in the order they were written; no more
 // than 256 KiB wait in a connection (Write blocks past that, so a peer that
-// stops reading still pushes back); a write error is sticky; Close sends
+// stops reading still pushes back); a write deadline bounds the Writes that
+// wait there (SetWriteDeadline); a write error is sticky; Close sends
 // what is pending within one second and returns only after the writer
 // goroutine has exited.
 package coalesce
