@@ -16,14 +16,7 @@ import (
 func TestLeanClientNeedsHTTP2(t *testing.T) {
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake
-	srv.StartTLS()
-	defer srv.Close()
-	cfg := &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
-	c, err := NewClientsOfKind(cfg, ClientLean, ContentTypeProtobuf, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := startLeanAgainst(t, srv)
 	resp, err := c.lean[0].http.Get(srv.URL)
 	if err == nil {
 		_ = resp.Body.Close()
@@ -41,13 +34,7 @@ func TestLeanClientSpeaksHTTP2AboveTheCoalescer(t *testing.T) {
 		_, _ = w.Write([]byte(r.Proto))
 	}))
 	srv.EnableHTTP2 = true
-	srv.StartTLS()
-	defer srv.Close()
-	cfg := &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
-	c, err := NewClientsOfKind(cfg, ClientLean, ContentTypeProtobuf, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := startLeanAgainst(t, srv)
 	resp, err := c.lean[0].http.Get(srv.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -72,4 +59,19 @@ func TestLeanClientSpeaksHTTP2AboveTheCoalescer(t *testing.T) {
 		t.Fatalf("%d coalesced TLS connections, want 1", coalesced)
 	}
 	c.Close()
+}
+
+// startLeanAgainst starts srv with TLS and returns one lean connection's
+// clients for it; both are closed when the test ends.
+func startLeanAgainst(t *testing.T, srv *httptest.Server) *Clients {
+	t.Helper()
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	cfg := &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+	c, err := NewClientsOfKind(cfg, ClientLean, ContentTypeProtobuf, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
 }
