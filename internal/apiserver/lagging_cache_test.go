@@ -2,6 +2,7 @@ package apiserver_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/utils/ptr"
@@ -150,5 +152,79 @@ func TestCurrentReadsDoNotWaitForALaggingCache(t *testing.T) {
 	code, body := do(h.api, http.MethodGet, leases+"/other?resourceVersion="+future, "", nil)
 	if code != http.StatusGatewayTimeout {
 		t.Fatalf("GET at a future resourceVersion: %d %s, want 504", code, body)
+	}
+}
+
+// An update of an object that the store deleted but the lagging cache still
+// holds gets the answer a fresh cache would give (kube-apiserver re-reads
+// etcd when its cached state proves stale): with the object's uid, the
+// uid precondition's 409; without one, for a kind that PUT cannot create,
+// 404 (not the precondition of the uid the stale object had). Before,
+// it was the store's 404 whenever the cache had not yet seen the delete
+// (TestLeaseUpdateSemantics failed about once in 120 runs).
+func TestUpdateOfAnObjectDeletedBehindTheCache(t *testing.T) {
+	h := newDirectHandler(t)
+	pb := protobuf.NewSerializer(h.scheme, h.scheme)
+	const ns = "kube-node-lease"
+	const leases = "/apis/coordination.k8s.io/v1/namespaces/" + ns + "/leases"
+	nsBody := `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + ns + `"}}`
+	if code, body := do(h.api, http.MethodPost, "/api/v1/namespaces", "application/json", []byte(nsBody)); code != http.StatusCreated {
+		t.Fatalf("creating namespace: %d %s", code, body)
+	}
+	l := renewOnce(t, h.api, pb, http.MethodPost, leases, &coordinationv1.Lease{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
+		ObjectMeta: metav1.ObjectMeta{Name: "gone", Namespace: ns},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("x")},
+	}, http.StatusCreated)
+	nodeBody := `{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"}}`
+	code, body := do(h.api, http.MethodPost, "/api/v1/nodes", "application/json", []byte(nodeBody))
+	if code != http.StatusCreated {
+		t.Fatalf("creating node: %d %s", code, body)
+	}
+	node := &corev1.Node{}
+	if _, _, err := pb.Decode(body, nil, node); err != nil {
+		t.Fatal(err)
+	}
+	rv, err := strconv.ParseInt(node.ResourceVersion, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.cache.WaitForRevision(ctx, rv); err != nil {
+		t.Fatal(err)
+	}
+	h.stopCache()
+	for _, path := range []string{leases + "/gone", "/api/v1/nodes/n1"} {
+		if code, body := do(h.api, http.MethodDelete, path, "", nil); code != http.StatusOK {
+			t.Fatalf("DELETE %s: %d %s", path, code, body)
+		}
+	}
+
+	// status decodes the Status an answer carries.
+	status := func(body []byte) metav1.Status {
+		t.Helper()
+		var st metav1.Status
+		if _, _, err := pb.Decode(body, nil, &st); err != nil {
+			t.Fatalf("decoding %q: %v", body, err)
+		}
+		return st
+	}
+	l.TypeMeta = metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"}
+	code, body = do(h.api, http.MethodPut, leases+"/gone", "application/json", encode(t, "application/json", l))
+	want := `Operation cannot be fulfilled on leases.coordination.k8s.io "gone": StorageError: invalid object, Code: 4, Key: /registry/leases/kube-node-lease/gone, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: ` + string(l.UID) + `, UID in object meta: `
+	if st := status(body); code != http.StatusConflict || st.Reason != metav1.StatusReasonConflict || st.Message != want {
+		t.Errorf("PUT of the deleted lease with its uid: %d %s %q\nwant 409 Conflict %q", code, st.Reason, st.Message, want)
+	}
+
+	node.UID = ""
+	node.Labels = map[string]string{"changed": "yes"}
+	nodeJSON, err := json.Marshal(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, body = do(h.api, http.MethodPut, "/api/v1/nodes/n1", "application/json", nodeJSON)
+	if st := status(body); code != http.StatusNotFound || st.Reason != metav1.StatusReasonNotFound || st.Message != `nodes "n1" not found` {
+		t.Errorf("PUT of the deleted node: %d %s %q\nwant 404 NotFound %q", code, st.Reason, st.Message, `nodes "n1" not found`)
 	}
 }

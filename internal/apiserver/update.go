@@ -142,14 +142,7 @@ func (s *Server) updateObject(ctx context.Context, res *registry.Resource, info 
 		return nil, nil, false, err
 	}
 	if cur == nil {
-		if uid := acc.GetUID(); uid != "" {
-			return nil, nil, false, uidPreconditionFailed(res, key, info.name, string(uid), "")
-		}
-		if !res.AllowCreateOnUpdate || info.subresource != "" {
-			return nil, nil, false, apierrors.NewNotFound(res.GroupResource(), info.name)
-		}
-		created, err := s.createObject(ctx, res, info.namespace, obj, wo)
-		return created, nil, err == nil, err
+		return s.updateMissing(ctx, res, info, key, acc, obj, wo)
 	}
 	old, err := meta.Accessor(cur)
 	if err != nil {
@@ -169,8 +162,43 @@ func (s *Server) updateObject(ctx context.Context, res *registry.Resource, info 
 	if strconv.FormatInt(reqRV, 10) != old.GetResourceVersion() {
 		return nil, nil, false, conflict(res, info.name)
 	}
+	reqUID := acc.GetUID() // storeUpdate fills in the stored uid when the request has none
 	out, stored, err := s.storeUpdate(ctx, res, key, info.subresource, cur, obj, wo)
+	if reqUID != "" && isNotFoundOf(err, res, info.name) {
+		// The cache still held an object the store no longer has (deleted
+		// a moment ago): a uid precondition fails as it would have with a
+		// fresh cache, as kube-apiserver's update re-reads etcd when its
+		// cached state proves stale. (Without a uid the answer stays the
+		// store's 404, even for a kind that PUT may create: obj has been
+		// prepared as an update of the stale object by now, and a create
+		// racing the delete can be retried.)
+		return nil, nil, false, uidPreconditionFailed(res, key, info.name, string(reqUID), "")
+	}
 	return out, stored, false, err
+}
+
+// updateMissing answers an update of an object the cache does not have: a
+// uid precondition fails (409), a kind that allows it is created, anything
+// else is 404.
+func (s *Server) updateMissing(ctx context.Context, res *registry.Resource, info requestInfo, key string, acc metav1.Object, obj runtime.Object, wo writeOptions) (runtime.Object, []byte, bool, error) {
+	if uid := acc.GetUID(); uid != "" {
+		return nil, nil, false, uidPreconditionFailed(res, key, info.name, string(uid), "")
+	}
+	if !res.AllowCreateOnUpdate || info.subresource != "" {
+		return nil, nil, false, apierrors.NewNotFound(res.GroupResource(), info.name)
+	}
+	created, err := s.createObject(ctx, res, info.namespace, obj, wo)
+	return created, nil, err == nil, err
+}
+
+// isNotFoundOf tells whether err is the 404 of res's object name.
+func isNotFoundOf(err error, res *registry.Resource, name string) bool {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) || !apierrors.IsNotFound(err) {
+		return false
+	}
+	d := st.Status().Details
+	return d != nil && d.Name == name && d.Kind == res.GroupResource().Resource && d.Group == res.GroupResource().Group
 }
 
 // checkNotFuture answers an update whose resourceVersion the store has not
