@@ -17,24 +17,8 @@ func TestConnWriteDeadlineEndsAWaitingWrite(t *testing.T) {
 	if err := c.SetWriteDeadline(time.Now().Add(200 * time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
-	chunk := make([]byte, 64<<10)
-	done := make(chan error, 1)
-	go func() {
-		for {
-			if _, err := c.Write(chunk); err != nil {
-				done <- err
-				return
-			}
-		}
-	}()
-	select {
-	case err := <-done:
-		if !errors.Is(err, os.ErrDeadlineExceeded) {
-			t.Fatalf("Write failed with %v, want a deadline error", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("Write still blocked 20 s after its deadline")
-	}
+	done := writeUntilError(c)
+	wantDeadlineError(t, done)
 }
 
 // deadlineCounter counts the write deadlines that reach the connection.
@@ -108,5 +92,60 @@ func BenchmarkWriteDeadlinePair(b *testing.B) {
 	for b.Loop() {
 		_ = c.SetWriteDeadline(time.Now().Add(time.Minute))
 		_ = c.SetWriteDeadline(time.Time{})
+	}
+}
+
+// A deadline set while a Write already waits for a stuck writer reaches the
+// socket at once and ends that Write.
+func TestConnDeadlineSetWhileAWriteWaits(t *testing.T) {
+	c, _ := tcpPair(t) // the peer never reads
+	done := writeUntilError(c)
+	// Wait until a Write has waited for the writer for 300 ms on end: the
+	// writer is stuck on the socket, and the Write will not wake by itself.
+	start, stuckSince := time.Now(), time.Now()
+	for time.Since(stuckSince) < 300*time.Millisecond {
+		if time.Since(start) > 20*time.Second {
+			t.Fatal("no Write waited for a stuck writer within 20 s")
+		}
+		time.Sleep(time.Millisecond)
+		c.mu.Lock()
+		waiting := c.waiting > 0
+		c.mu.Unlock()
+		if !waiting {
+			stuckSince = time.Now()
+		}
+	}
+	if err := c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	wantDeadlineError(t, done)
+}
+
+// writeUntilError writes to c until a Write fails, and sends that error.
+func writeUntilError(c *Conn) <-chan error {
+	chunk := make([]byte, 64<<10)
+	done := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := c.Write(chunk); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	return done
+}
+
+// wantDeadlineError waits for the Write that done reports to fail with a
+// deadline error.
+func wantDeadlineError(t *testing.T, done <-chan error) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("Write failed with %v, want a deadline error", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Write still blocked 20 s after its deadline")
 	}
 }
