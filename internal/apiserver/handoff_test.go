@@ -32,10 +32,7 @@ func TestHandedOffLeaseEncodesAsTheStoredOne(t *testing.T) {
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("n1"), LeaseDurationSeconds: ptr.To[int32](40),
 			RenewTime: ptr.To(metav1.NewMicroTime(time.Now()))},
 	}
-	nsBody := `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"kube-node-lease"}}`
-	if code, body := do(h.api, "POST", "/api/v1/namespaces", "application/json", []byte(nsBody)); code != 201 {
-		t.Fatalf("creating namespace: %d %s", code, body)
-	}
+	createNamespace(t, h.api, "kube-node-lease")
 	l.TypeMeta = metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"}
 	current := renewOnce(t, h.api, pb, "POST", path, l, 201)
 	decode := apiserver.StorageDecoder(h.scheme, server.Resources(time.Now), intern.New())

@@ -1,7 +1,6 @@
 package apiserver_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -26,10 +25,7 @@ func TestCurrentReadsDoNotWaitForALaggingCache(t *testing.T) {
 	pb := protobuf.NewSerializer(h.scheme, h.scheme)
 	const ns = "kube-node-lease"
 	const leases = "/apis/coordination.k8s.io/v1/namespaces/" + ns + "/leases"
-	nsBody := `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + ns + `"}}`
-	if code, body := do(h.api, http.MethodPost, "/api/v1/namespaces", "application/json", []byte(nsBody)); code != http.StatusCreated {
-		t.Fatalf("creating namespace: %d %s", code, body)
-	}
+	createNamespace(t, h.api, ns)
 	lease := func(name string) *coordinationv1.Lease {
 		return &coordinationv1.Lease{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
@@ -40,16 +36,7 @@ func TestCurrentReadsDoNotWaitForALaggingCache(t *testing.T) {
 	v1 := renewOnce(t, h.api, pb, http.MethodPost, leases, lease("a"), http.StatusCreated)
 	other := renewOnce(t, h.api, pb, http.MethodPost, leases, lease("other"), http.StatusCreated)
 	// The cache holds both leases, then stops following the store.
-	rv, err := strconv.ParseInt(other.ResourceVersion, 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := h.cache.WaitForRevision(ctx, rv); err != nil {
-		t.Fatal(err)
-	}
-	h.stopCache()
+	h.lagFrom(t, other.ResourceVersion)
 	reads := func() float64 {
 		return testutil.ToFloat64(h.metrics.StorageReads.WithLabelValues("get", "coordination.k8s.io", "leases"))
 	}
@@ -167,10 +154,7 @@ func TestUpdateOfAnObjectDeletedBehindTheCache(t *testing.T) {
 	pb := protobuf.NewSerializer(h.scheme, h.scheme)
 	const ns = "kube-node-lease"
 	const leases = "/apis/coordination.k8s.io/v1/namespaces/" + ns + "/leases"
-	nsBody := `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + ns + `"}}`
-	if code, body := do(h.api, http.MethodPost, "/api/v1/namespaces", "application/json", []byte(nsBody)); code != http.StatusCreated {
-		t.Fatalf("creating namespace: %d %s", code, body)
-	}
+	createNamespace(t, h.api, ns)
 	l := renewOnce(t, h.api, pb, http.MethodPost, leases, &coordinationv1.Lease{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
 		ObjectMeta: metav1.ObjectMeta{Name: "gone", Namespace: ns},
@@ -185,16 +169,7 @@ func TestUpdateOfAnObjectDeletedBehindTheCache(t *testing.T) {
 	if _, _, err := pb.Decode(body, nil, node); err != nil {
 		t.Fatal(err)
 	}
-	rv, err := strconv.ParseInt(node.ResourceVersion, 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := h.cache.WaitForRevision(ctx, rv); err != nil {
-		t.Fatal(err)
-	}
-	h.stopCache()
+	h.lagFrom(t, node.ResourceVersion)
 	for _, path := range []string{leases + "/gone", "/api/v1/nodes/n1"} {
 		if code, body := do(h.api, http.MethodDelete, path, "", nil); code != http.StatusOK {
 			t.Fatalf("DELETE %s: %d %s", path, code, body)

@@ -14,10 +14,7 @@ import (
 // lease's path.
 func leasePath(t *testing.T, api http.Handler, ns, name string) string {
 	t.Helper()
-	nsBody := `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + ns + `"}}`
-	if code, body := do(api, http.MethodPost, "/api/v1/namespaces", "application/json", []byte(nsBody)); code != http.StatusCreated {
-		t.Fatalf("creating namespace: %d %s", code, body)
-	}
+	createNamespace(t, api, ns)
 	leases := "/apis/coordination.k8s.io/v1/namespaces/" + ns + "/leases"
 	lease := `{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"` + name + `"},"spec":{"holderIdentity":"a"}}`
 	if code, body := do(api, http.MethodPost, leases, "application/json", []byte(lease)); code != http.StatusCreated {

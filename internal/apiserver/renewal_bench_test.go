@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	goruntime "runtime"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -132,11 +133,7 @@ func benchLeaseRenewal(b *testing.B, leases int, owned bool, opts ...func(*apise
 	api, scheme := h.api, h.scheme
 	pb := protobuf.NewSerializer(scheme, scheme)
 	const ns = "kube-node-lease"
-	// The namespace controller does not run here; the namespace must exist.
-	nsBody := `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + ns + `"}}`
-	if code, body := do(api, http.MethodPost, "/api/v1/namespaces", "application/json", []byte(nsBody)); code != http.StatusCreated {
-		b.Fatalf("creating namespace: %d %s", code, body)
-	}
+	createNamespace(b, api, ns)
 
 	cached := make([]*coordinationv1.Lease, leases)
 	for i := range cached {
@@ -211,6 +208,32 @@ func renewOnce(b testing.TB, api http.Handler, pb *protobuf.Serializer, method, 
 		b.Fatal(err)
 	}
 	return out
+}
+
+// createNamespace creates namespace ns through api: no namespace
+// controller runs beside the direct handler to make it.
+func createNamespace(tb testing.TB, api http.Handler, ns string) {
+	tb.Helper()
+	body := `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + ns + `"}}`
+	if code, out := do(api, http.MethodPost, "/api/v1/namespaces", "application/json", []byte(body)); code != http.StatusCreated {
+		tb.Fatalf("creating namespace: %d %s", code, out)
+	}
+}
+
+// lagFrom lets the watch cache follow the store up to resourceVersion rv,
+// then stops it there: from then on it lags every later write.
+func (h *directHandler) lagFrom(tb testing.TB, rv string) {
+	tb.Helper()
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.cache.WaitForRevision(ctx, n); err != nil {
+		tb.Fatal(err)
+	}
+	h.stopCache()
 }
 
 func do(api http.Handler, method, path, contentType string, body []byte) (int, []byte) {

@@ -124,6 +124,9 @@ func (s *Server) updateObject(ctx context.Context, res *registry.Resource, info 
 		return nil, nil, false, err
 	}
 	key := res.Key(info.namespace, info.name)
+	// The uid the request carries: storeUpdate fills in the stored one when
+	// it carries none.
+	reqUID := string(acc.GetUID())
 	reqRV, err := parseRV(acc.GetResourceVersion())
 	if err != nil {
 		return nil, nil, false, err
@@ -142,14 +145,14 @@ func (s *Server) updateObject(ctx context.Context, res *registry.Resource, info 
 		return nil, nil, false, err
 	}
 	if cur == nil {
-		return s.updateMissing(ctx, res, info, key, acc, obj, wo)
+		return s.updateMissing(ctx, res, info, key, reqUID, obj, wo)
 	}
 	old, err := meta.Accessor(cur)
 	if err != nil {
 		return nil, nil, false, err
 	}
-	if uid := acc.GetUID(); uid != "" && uid != old.GetUID() {
-		return nil, nil, false, uidPreconditionFailed(res, key, info.name, string(uid), string(old.GetUID()))
+	if reqUID != "" && reqUID != string(old.GetUID()) {
+		return nil, nil, false, uidPreconditionFailed(res, key, info.name, reqUID, string(old.GetUID()))
 	}
 	if reqRV == 0 {
 		if !res.AllowUnconditionalUpdate {
@@ -162,7 +165,6 @@ func (s *Server) updateObject(ctx context.Context, res *registry.Resource, info 
 	if strconv.FormatInt(reqRV, 10) != old.GetResourceVersion() {
 		return nil, nil, false, conflict(res, info.name)
 	}
-	reqUID := acc.GetUID() // storeUpdate fills in the stored uid when the request has none
 	out, stored, err := s.storeUpdate(ctx, res, key, info.subresource, cur, obj, wo)
 	if reqUID != "" && isNotFoundOf(err, res, info.name) {
 		// The cache still held an object the store no longer has (deleted
@@ -172,7 +174,7 @@ func (s *Server) updateObject(ctx context.Context, res *registry.Resource, info 
 		// store's 404, even for a kind that PUT may create: obj has been
 		// prepared as an update of the stale object by now, and a create
 		// racing the delete can be retried.)
-		return nil, nil, false, uidPreconditionFailed(res, key, info.name, string(reqUID), "")
+		return nil, nil, false, uidPreconditionFailed(res, key, info.name, reqUID, "")
 	}
 	return out, stored, false, err
 }
@@ -180,9 +182,9 @@ func (s *Server) updateObject(ctx context.Context, res *registry.Resource, info 
 // updateMissing answers an update of an object the cache does not have: a
 // uid precondition fails (409), a kind that allows it is created, anything
 // else is 404.
-func (s *Server) updateMissing(ctx context.Context, res *registry.Resource, info requestInfo, key string, acc metav1.Object, obj runtime.Object, wo writeOptions) (runtime.Object, []byte, bool, error) {
-	if uid := acc.GetUID(); uid != "" {
-		return nil, nil, false, uidPreconditionFailed(res, key, info.name, string(uid), "")
+func (s *Server) updateMissing(ctx context.Context, res *registry.Resource, info requestInfo, key, reqUID string, obj runtime.Object, wo writeOptions) (runtime.Object, []byte, bool, error) {
+	if reqUID != "" {
+		return nil, nil, false, uidPreconditionFailed(res, key, info.name, reqUID, "")
 	}
 	if !res.AllowCreateOnUpdate || info.subresource != "" {
 		return nil, nil, false, apierrors.NewNotFound(res.GroupResource(), info.name)

@@ -20,9 +20,7 @@ func TestProtobufUpdateAnswerIsTheEncodedObject(t *testing.T) {
 	h := newDirectHandler(t)
 	pb := protobuf.NewSerializer(h.scheme, h.scheme)
 	const ns = "kube-node-lease"
-	if code, body := do(h.api, http.MethodPost, "/api/v1/namespaces", "application/json", []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"`+ns+`"}}`)); code != http.StatusCreated {
-		t.Fatalf("creating namespace: %d %s", code, body)
-	}
+	createNamespace(t, h.api, ns)
 	l := &coordinationv1.Lease{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
 		ObjectMeta: metav1.ObjectMeta{Name: "node-1", Namespace: ns, Labels: map[string]string{"a": "b"}},

@@ -152,8 +152,7 @@ func (c *Clients) connConfig(base *rest.Config, contentType string) (*rest.Confi
 	// A dial function of our own makes client-go treat the transport as
 	// distinct (it keys its cache on the dialer) and lets Close reach
 	// every connection.
-	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-	cfg.Dial = c.trackingDial(dialer)
+	cfg.Dial = c.trackingDial(newDialer())
 	cfg.WrapTransport = noHeaderIndexing
 	return cfg, nil
 }
@@ -240,6 +239,12 @@ func setContentType(cfg *rest.Config, contentType string) error {
 	return nil
 }
 
+// newDialer is the TCP dialer of every benchmark connection (net/http's
+// defaults for its own transport).
+func newDialer() *net.Dialer {
+	return &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+}
+
 func (c *Clients) trackingDial(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		raw, err := d.DialContext(ctx, network, addr)
@@ -249,12 +254,16 @@ func (c *Clients) trackingDial(d *net.Dialer) func(ctx context.Context, network,
 		// The generator's own CPU competes with the server's on one machine:
 		// gathering each connection's HTTP/2 flushes (see package coalesce)
 		// halves its write system calls.
-		conn := coalesce.NewConn(raw)
-		c.mu.Lock()
-		c.conns[conn] = struct{}{}
-		c.mu.Unlock()
-		return &trackedConn{Conn: conn, owner: c}, nil
+		return c.track(coalesce.NewConn(raw)), nil
 	}
+}
+
+// track remembers conn for Close; conn forgets itself when closed.
+func (c *Clients) track(conn net.Conn) net.Conn {
+	c.mu.Lock()
+	c.conns[conn] = struct{}{}
+	c.mu.Unlock()
+	return &trackedConn{Conn: conn, owner: c}
 }
 
 // trackedConn forgets itself in its owner when closed.

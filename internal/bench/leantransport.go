@@ -48,7 +48,7 @@ func (c *Clients) leanHTTPClient(cfg *rest.Config) (*http.Client, error) {
 	if tlsConfig == nil {
 		return nil, fmt.Errorf("the lean client speaks HTTP/2 over TLS only; %s is not https", cfg.Host)
 	}
-	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	dialer := newDialer()
 	h2 := &http2.Transport{
 		TLSClientConfig: tlsConfig,
 		DialTLSContext: func(ctx context.Context, network, addr string, tc *tls.Config) (net.Conn, error) {
@@ -82,11 +82,7 @@ func (c *Clients) dialCoalescedTLS(ctx context.Context, d *net.Dialer, network, 
 		_ = tconn.Close()
 		return nil, fmt.Errorf("%s did not negotiate HTTP/2 (ALPN %q): the lean client speaks nothing else; --client typed speaks HTTP/1.1 too", addr, state.NegotiatedProtocol)
 	}
-	conn := &coalescedTLS{Conn: coalesce.NewConn(tconn), state: state}
-	c.mu.Lock()
-	c.conns[conn] = struct{}{}
-	c.mu.Unlock()
-	return &trackedConn{Conn: conn, owner: c}, nil
+	return c.track(&coalescedTLS{Conn: coalesce.NewConn(tconn), state: state}), nil
 }
 
 // coalescedTLS is a TLS connection behind a coalescer. x/net's transport
