@@ -21,6 +21,8 @@ import (
 //  2. authenticate (authenticate.go): who asks, or 401;
 //  3. audit (audit.go): the policy's level for the request, and its
 //     RequestReceived event (the request's audit ID was set on arrival);
+//     then impersonation (impersonate.go): Impersonate-* headers, once
+//     authorized, make the request act as another user;
 //  4. limit (limits.go): in-flight and per-user limits, or 429;
 //  5. authorize (authorize.go): may they, or 403;
 //  6. serve (serveResource, below): the verb on the resource, which admits writes
@@ -66,6 +68,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r = s.beginAudit(sw, r, rec, true)
+	if !s.impersonate(sw, r, rec) {
+		return
+	}
 	release, ok := s.limit(sw, r, rec)
 	if !ok {
 		return
