@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
 
 	"github.com/leasehold/leasehold/internal/apiserver"
 	"github.com/leasehold/leasehold/internal/authz/chain"
@@ -48,6 +49,10 @@ under 1 GiB.`,
 				return &exitError{code: 2, err: err}
 			}
 			cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			// k8s.io libraries that log through klog's process-wide logger
+			// (behind a cluster: the controllers that follow its
+			// authentication ConfigMap) write the same JSON lines.
+			klog.SetSlogLogger(cfg.Logger)
 			ctx, cancel := context.WithCancel(cmd.Context())
 			defer cancel()
 			waitGC, err := startServeGC(ctx, cfg.Logger, memoryLimit)
@@ -68,6 +73,7 @@ under 1 GiB.`,
 	f.StringVar(&cfg.TLSPrivateKey, "tls-private-key-file", "", "serving certificate key, with --tls-cert-file")
 	f.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "extra CA bundle trusted for client certificates")
 	addAuthnFlags(cmd, &cfg)
+	addClusterFlags(cmd, &cfg)
 	addTrustFlags(cmd, &cfg)
 	f.StringSliceVar(&cfg.AuthorizationModes, "authorization-mode", chain.DefaultModes(), "ordered list of authorizers; the first that allows or denies decides (system:masters is always allowed): "+strings.Join(chain.Choices(), ","))
 	f.StringSliceVar(&cfg.EtcdServers, "etcd-servers", nil, "etcd client URLs (comma-separated); the data then lives in etcd and --data-dir keeps only certificates and admin.kubeconfig")

@@ -27,6 +27,10 @@ type Config struct {
 	// system:anonymous in system:unauthenticated. Without it they are not
 	// authenticated (ok=false), which the pipeline answers 401.
 	Anonymous bool
+	// Delegated, when set, is asked first: the cluster's authentication
+	// when serve runs behind one (internal/cluster), whose front-proxy
+	// headers must win over everything Leasehold knows itself.
+	Delegated Authenticator
 	// Logger receives token file warnings and reloads (never a token);
 	// nil discards them.
 	Logger *slog.Logger
@@ -55,6 +59,9 @@ func New(cfg Config) (*Chain, error) {
 		union Union
 		c     Chain
 	)
+	if cfg.Delegated != nil {
+		union = append(union, cfg.Delegated)
+	}
 	if cfg.ClientCAs != nil {
 		union = append(union, NewCertAuthenticator(cfg.ClientCAs, cfg.CertCacheSize))
 	}

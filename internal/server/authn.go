@@ -15,11 +15,17 @@ import (
 //
 // The chain's Run must run for the server's lifetime (with the other
 // background work): it re-reads the token file when it changes.
-func newAuthenticator(cfg Config, clientCAs *x509.CertPool) (*authn.Chain, error) {
+//
+// Behind a cluster, the cluster's delegated authentication (delegated, from
+// internal/cluster) is asked first: kube-apiserver's front-proxy headers,
+// the cluster's client certificates and its TokenReviews; Leasehold's own
+// CA still admits its admin kubeconfig.
+func newAuthenticator(cfg Config, clientCAs *x509.CertPool, delegated authn.Authenticator) (*authn.Chain, error) {
 	ac := authn.Config{
 		ClientCAs: clientCAs,
 		TokenFile: cfg.TokenAuthFile,
 		Anonymous: !cfg.DisableAnonymousAuth,
+		Delegated: delegated,
 	}
 	if cfg.Logger != nil {
 		ac.Logger = cfg.Logger.With("component", "authn")

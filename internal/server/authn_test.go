@@ -15,7 +15,7 @@ func TestNewAuthenticatorFromFlags(t *testing.T) {
 	if err := os.WriteFile(tokens, []byte("secret,tess,1,devs\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	anonymousOff, err := newAuthenticator(Config{TokenAuthFile: tokens, DisableAnonymousAuth: true}, nil)
+	anonymousOff, err := newAuthenticator(Config{TokenAuthFile: tokens, DisableAnonymousAuth: true}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestNewAuthenticatorFromFlags(t *testing.T) {
 		t.Fatalf("token from --token-auth-file: %+v ok=%v", u, ok)
 	}
 
-	anonymousOn, err := newAuthenticator(Config{}, nil)
+	anonymousOn, err := newAuthenticator(Config{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestNewAuthenticatorFromFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "token file '" + bad + "' must have at least 3 columns (token, user name, user uid), found 2"
-	if _, err := newAuthenticator(Config{TokenAuthFile: bad}, nil); err == nil || err.Error() != want {
+	if _, err := newAuthenticator(Config{TokenAuthFile: bad}, nil, nil); err == nil || err.Error() != want {
 		t.Fatalf("invalid token file: %v, want %q", err, want)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/apiserver"
 	"github.com/leasehold/leasehold/internal/authz/chain"
+	"github.com/leasehold/leasehold/internal/cluster"
 	"github.com/leasehold/leasehold/internal/connguard"
 	"github.com/leasehold/leasehold/internal/controller/nodelifecycle"
 )
@@ -80,6 +81,10 @@ type Config struct {
 	// RequestTimeout is --request-timeout: the longest a request other
 	// than a watch may take (apiserver.DefaultRequestTimeout if 0).
 	RequestTimeout time.Duration
+	// Cluster, when its AuthenticationKubeconfig is set, runs serve behind a
+	// real cluster as the aggregated server of coordination.k8s.io
+	// (cluster.go).
+	Cluster cluster.Config
 	// Ready, if set, receives the listening address and kubeconfig path once serving.
 	Ready func(addr, kubeconfig string)
 }

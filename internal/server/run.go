@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/leasehold/leasehold/internal/apiserver"
+	"github.com/leasehold/leasehold/internal/authn"
 	"github.com/leasehold/leasehold/internal/connguard"
 	"github.com/leasehold/leasehold/internal/controller"
 	"github.com/leasehold/leasehold/internal/controller/namespaces"
@@ -61,11 +62,20 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	// Behind a cluster (cluster.go), the cluster authenticates, authorizes
+	// and keeps everything but the leases.
+	cl, err := openCluster(cfg, log)
+	if err != nil {
+		return err
+	}
 	// The watch cache holds the stored resources; the access reviews,
 	// which answer with the authorizer and store nothing, join them in the
 	// set the API serves once the authorizer (which reads RBAC objects from
 	// the cache) exists.
 	stored := Resources(time.Now)
+	if cl != nil {
+		stored = ClusterResources(time.Now)
+	}
 	apiMetrics := apiserver.NewMetrics(reg)
 	// One intern table for the cache's decoder and the API server, which
 	// hands the objects it writes to the cache interned (Config.Intern).
@@ -82,11 +92,20 @@ func Run(ctx context.Context, cfg Config) error {
 		WatcherBuffer:    1000,
 		Logger:           log,
 	})
-	authorizer, err := newAuthorization(cfg, cache, store, stored, log)
+	var authorizer *authorizationChain
+	if cl != nil {
+		authorizer, err = newClusterAuthorization(cfg, cl, log)
+	} else {
+		authorizer, err = newAuthorization(cfg, cache, store, stored, log)
+	}
 	if err != nil {
 		return fmt.Errorf("authorization: %w", err)
 	}
-	resources := servedResources(stored, authorizer.Chain)
+	// Behind a cluster the access reviews are the cluster's to answer.
+	resources := stored
+	if cl == nil {
+		resources = servedResources(stored, authorizer.Chain)
+	}
 	oa, err := openapi.New(resources, discovery.DefaultVersionInfo().GitVersion)
 	if err != nil {
 		return fmt.Errorf("building OpenAPI: %w", err)
@@ -105,7 +124,11 @@ func Run(ctx context.Context, cfg Config) error {
 	probe := newStoreProbe(store, len(cfg.EtcdServers) > 0)
 	ready := registerHealth(mux, probe)
 
-	authenticator, err := newAuthenticator(cfg, tlsConfig.ClientCAs)
+	var delegated authn.Authenticator
+	if cl != nil {
+		delegated = cl.Authenticator()
+	}
+	authenticator, err := newAuthenticator(cfg, tlsConfig.ClientCAs, delegated)
 	if err != nil {
 		return fmt.Errorf("authentication: %w", err)
 	}
@@ -182,40 +205,18 @@ func Run(ctx context.Context, cfg Config) error {
 	}()
 	go func() {
 		defer bg.Done()
-		if err := authorizer.runPolicy(bgCtx); err != nil && bgCtx.Err() == nil {
+		if err := authorizer.run(bgCtx); err != nil && bgCtx.Err() == nil {
 			log.Error("RBAC policy watch stopped", "err", err)
 		}
 	}()
-	if err := authorizer.policy.WaitSynced(ctx); err != nil {
+	if err := authorizer.waitSynced(ctx); err != nil {
 		return fmt.Errorf("waiting for the RBAC policy: %w", err)
 	}
-	// The server itself (system:apiserver in system:masters) creates the
-	// system namespaces and the bootstrap RBAC policy before it serves;
-	// every controller then acts under its own service account.
-	loopback, err := kubernetes.NewForConfig(api.ServerLoopbackConfig())
-	if err != nil {
-		return fmt.Errorf("loopback client: %w", err)
+	if cl == nil {
+		if err := startStandalone(ctx, bgCtx, &bg, cfg, api, cache, stored, probe, reg); err != nil {
+			return err
+		}
 	}
-	if err := namespaces.Ensure(ctx, loopback, nsregistry.System); err != nil {
-		return err
-	}
-	if err := rbacbootstrap.Ensure(ctx, loopback); err != nil {
-		return fmt.Errorf("bootstrap RBAC policy: %w", err)
-	}
-	bg.Add(1)
-	go func() {
-		defer bg.Done()
-		namespaces.Run(bgCtx, loopback, nsregistry.System, namespaces.Interval, log.With("controller", "namespaces"))
-	}()
-	cfg.NodeLifecycle.StoreStatus = probe.nodeLifecycleStatus
-	if cfg.NodeLifecycle.OnMonitorPass == nil {
-		cfg.NodeLifecycle.OnMonitorPass = newMonitorPassMetric(reg)
-	}
-	cc := controller.Context{Cache: cache, Client: loopback, Resources: stored, Logger: log, Now: time.Now}
-	if err := startControllers(ctx, bgCtx, &bg, cc, newControllerClients(api), api, cfg); err != nil {
-		return err
-	}
-
 	guard, err := connguard.New(cfg.Connections, reg, log.With("component", "connections"))
 	if err != nil {
 		return err
@@ -259,6 +260,35 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	<-serveErr
 	return nil
+}
+
+// startStandalone does what serve does in a world of its own: the server
+// itself (system:apiserver in system:masters) creates the system namespaces
+// and the bootstrap RBAC policy before it serves, and starts the
+// controllers a cluster would run, each under its own service account.
+func startStandalone(ctx, bgCtx context.Context, bg *sync.WaitGroup, cfg Config, api *apiserver.Server, cache *watchcache.Cache, stored *registry.Set, probe *storeProbe, reg *prometheus.Registry) error {
+	log := cfg.Logger
+	loopback, err := kubernetes.NewForConfig(api.ServerLoopbackConfig())
+	if err != nil {
+		return fmt.Errorf("loopback client: %w", err)
+	}
+	if err := namespaces.Ensure(ctx, loopback, nsregistry.System); err != nil {
+		return err
+	}
+	if err := rbacbootstrap.Ensure(ctx, loopback); err != nil {
+		return fmt.Errorf("bootstrap RBAC policy: %w", err)
+	}
+	bg.Add(1)
+	go func() {
+		defer bg.Done()
+		namespaces.Run(bgCtx, loopback, nsregistry.System, namespaces.Interval, log.With("controller", "namespaces"))
+	}()
+	cfg.NodeLifecycle.StoreStatus = probe.nodeLifecycleStatus
+	if cfg.NodeLifecycle.OnMonitorPass == nil {
+		cfg.NodeLifecycle.OnMonitorPass = newMonitorPassMetric(reg)
+	}
+	cc := controller.Context{Cache: cache, Client: loopback, Resources: stored, Logger: log, Now: time.Now}
+	return startControllers(ctx, bgCtx, bg, cc, newControllerClients(api), api, cfg)
 }
 
 // clientAddress is the address clients should dial: a wildcard bind address

@@ -30,8 +30,12 @@ import (
 // escalation check (which kube-apiserver runs in its RBAC storage).
 type authorizationChain struct {
 	chain.Chain
-	policy    *rbac.CacheSource
 	admission admission.Chain
+	// run keeps the policy current until ctx ends (for the server's
+	// lifetime, with the background work); waitSynced returns once it
+	// reflects every RBAC object, before the first request is served.
+	run        func(ctx context.Context) error
+	waitSynced func(ctx context.Context) error
 }
 
 // newAuthorization builds the chain; policy.Run must run for the server's
@@ -52,8 +56,9 @@ func newAuthorization(cfg Config, cache *watchcache.Cache, store storage.Interfa
 	}
 	cached, live := namespacelifecycle.FromCache(cache, store, nsRes)
 	return &authorizationChain{
-		Chain:  c,
-		policy: policy,
+		Chain:      c,
+		run:        policy.Run,
+		waitSynced: policy.WaitSynced,
 		admission: admission.Chain{
 			namespacelifecycle.New(cached, live, nsregistry.System, nil),
 			noderestriction.Plugin{},
@@ -100,6 +105,3 @@ func controllerUser(name string) request.User {
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", request.AllAuthenticated},
 	}
 }
-
-// runPolicy runs the RBAC policy's watch until ctx ends.
-func (a *authorizationChain) runPolicy(ctx context.Context) error { return a.policy.Run(ctx) }
