@@ -194,8 +194,8 @@ func (c *Cluster) writePKI() error {
 // when one was taken before etcd bound it.
 func (c *Cluster) startEtcd() error {
 	for attempt := 1; ; attempt++ {
-		client := fmt.Sprintf("http://127.0.0.1:%d", freePort(c.t))
-		peer := fmt.Sprintf("http://127.0.0.1:%d", freePort(c.t))
+		client := fmt.Sprintf("http://127.0.0.1:%d", pickPort(c.t, "etcd", attempt))
+		peer := fmt.Sprintf("http://127.0.0.1:%d", pickPort(c.t, "etcd-peer", attempt))
 		c.etcd.args = []string{
 			"--name", "kubecluster", "--data-dir", filepath.Join(c.Dir, "etcd"),
 			"--listen-client-urls", client, "--advertise-client-urls", client,
@@ -226,7 +226,7 @@ func (c *Cluster) startEtcd() error {
 // /readyz.
 func (c *Cluster) startAPIServer() error {
 	for attempt := 1; ; attempt++ {
-		c.port = freePort(c.t)
+		c.port = pickPort(c.t, "kube-apiserver", attempt)
 		c.URL = fmt.Sprintf("https://127.0.0.1:%d", c.port)
 		c.apiserver.args = c.apiserverArgs()
 		if err := c.writeKubeconfigs(); err != nil {
@@ -416,7 +416,7 @@ func (c *Cluster) RestartAPIServer(t testing.TB) {
 func (c *Cluster) StartControllerManager(t testing.TB) {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
-		port := freePort(t)
+		port := pickPort(t, "kube-controller-manager", attempt)
 		c.kcm.args = c.kcmArgs(port)
 		err := c.runControllerManager(port)
 		if err == nil {
@@ -433,12 +433,32 @@ func (c *Cluster) runControllerManager(port int) error {
 	if err := c.kcm.start(); err != nil {
 		return err
 	}
-	// Its serving certificate is self-signed into --cert-dir; the harness
-	// only asks whether its own child answers on the loopback port.
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	defer client.CloseIdleConnections()
+	// It serves with a certificate it generates into --cert-dir (leaf and
+	// its own CA in one file) before it listens. Trusting only that file
+	// tells our process from another kube-controller-manager that took the
+	// port meanwhile: that one would answer /healthz too.
+	certFile := filepath.Join(c.Dir, "kcm-certs", "kube-controller-manager.crt")
 	url := fmt.Sprintf("https://127.0.0.1:%d/healthz", port)
-	if err := waitUntil(kcmStartTimeout, c.kcm, func() bool { return getOK(client, url) }); err != nil {
+	var client *http.Client
+	defer func() {
+		if client != nil {
+			client.CloseIdleConnections()
+		}
+	}()
+	if err := waitUntil(kcmStartTimeout, c.kcm, func() bool {
+		if client == nil {
+			pem, err := os.ReadFile(certFile)
+			if err != nil {
+				return false // not written yet
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return false // half written
+			}
+			client = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+		}
+		return getOK(client, url)
+	}); err != nil {
 		return fmt.Errorf("kube-controller-manager (pid %d) not healthy at %s: %w; log:\n%s", c.kcm.pid(), url, err, c.kcm.tail(logTailLines))
 	}
 	return nil
@@ -594,6 +614,21 @@ func getOK(client *http.Client, url string) bool {
 	}
 	_ = resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
+}
+
+// portOverride, set only by this package's tests, forces the port of a
+// component's start attempt (a nonzero result) to exercise the retries.
+var portOverride func(component string, attempt int) int
+
+// pickPort is the port for a component's start attempt: a free one.
+func pickPort(t testing.TB, component string, attempt int) int {
+	t.Helper()
+	if portOverride != nil {
+		if p := portOverride(component, attempt); p != 0 {
+			return p
+		}
+	}
+	return freePort(t)
 }
 
 // freePort is a port free on 127.0.0.1 now. Another process may take it
