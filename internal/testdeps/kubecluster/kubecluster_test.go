@@ -1,0 +1,159 @@
+package kubecluster_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/leasehold/leasehold/internal/testdeps/kubecluster"
+)
+
+// TestClusterServesEveryKubectl starts kube-apiserver on etcd and drives it
+// with every kubectl version on the machine: /readyz and a namespace list
+// (kube-apiserver creates kube-system, kube-public, kube-node-lease and
+// default by itself).
+func TestClusterServesEveryKubectl(t *testing.T) {
+	start := time.Now()
+	c := kubecluster.Start(t, kubecluster.Options{})
+	t.Logf("cluster ready in %v (kube-apiserver pid %d at %s)", time.Since(start).Round(time.Millisecond), c.APIServerPID(), c.URL)
+	versions := append([]string{""}, kubecluster.KubectlVersions(t)...)
+	for _, v := range versions {
+		name := "kubectl"
+		if v != "" {
+			name += "-" + v
+		}
+		t.Run(name, func(t *testing.T) {
+			out, err := c.Kubectl(t, v, "get", "--raw", "/readyz")
+			if err != nil || strings.TrimSpace(out) != "ok" {
+				t.Fatalf("get --raw /readyz = %q, %v; want ok", out, err)
+			}
+			out, err = c.Kubectl(t, v, "get", "namespaces", "-o", "name")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ns := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
+				if !strings.Contains(out, "namespace/"+ns+"\n") {
+					t.Errorf("get namespaces: no %s in:\n%s", ns, out)
+				}
+			}
+		})
+	}
+}
+
+// TestControllerManagerLeadsWithItsLeaseInEtcd starts
+// kube-controller-manager and waits until it holds the leader-election
+// Lease kube-system/kube-controller-manager, which kube-apiserver stores in
+// etcd today (the APIService is Local): the key is read from etcd directly.
+// A second kube-controller-manager, started after the first is stopped,
+// takes the lease over.
+func TestControllerManagerLeadsWithItsLeaseInEtcd(t *testing.T) {
+	c := kubecluster.Start(t, kubecluster.Options{ControllerManager: true})
+	first := c.WaitControllerManagerLeader(t, 2*time.Minute)
+	t.Logf("kube-controller-manager (pid %d) leads as %s", c.ControllerManagerPID(), first)
+
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{c.EtcdURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cli.Close() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, "/registry/leases/kube-system/kube-controller-manager")
+	if err != nil {
+		t.Fatalf("etcd get: %v", err)
+	}
+	if len(resp.Kvs) != 1 || !bytes.Contains(resp.Kvs[0].Value, []byte(first)) {
+		t.Fatalf("etcd holds %d values for the lease key, want one naming holder %s", len(resp.Kvs), first)
+	}
+
+	firstPID := c.ControllerManagerPID()
+	c.StopControllerManager(t)
+	c.StartControllerManager(t)
+	if c.ControllerManagerPID() == firstPID {
+		t.Fatalf("StartControllerManager kept pid %d", firstPID)
+	}
+	// The identity is hostname_<random uuid>, new per process; the new
+	// process waits out the old lease (15 s) unless it was released.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if h := c.WaitControllerManagerLeader(t, time.Minute); h != first {
+			t.Logf("second kube-controller-manager (pid %d) leads as %s", c.ControllerManagerPID(), h)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lease still names the stopped kube-controller-manager %s after a minute", first)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// TestNodeCredentialsAreConfined checks that a kubelet identity issued by
+// NodeKubeconfig is what kube-apiserver's Node authorizer and
+// NodeRestriction admission confine: it may create and renew its own Lease
+// in kube-node-lease, and gets 403 for another node's lease (create: from
+// NodeRestriction; get and update: from the Node authorizer), for a lease
+// elsewhere and for a list.
+func TestNodeCredentialsAreConfined(t *testing.T) {
+	c := kubecluster.Start(t, kubecluster.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	node := c.Clientset(t, c.NodeKubeconfig(t, "node-a")).CoordinationV1()
+	admin := c.AdminClientset(t).CoordinationV1()
+
+	own, err := node.Leases("kube-node-lease").Create(ctx, nodeLease("node-a", "kube-node-lease"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("node-a creating its own lease: %v", err)
+	}
+	renewed := metav1.NewMicroTime(time.Now())
+	own.Spec.RenewTime = &renewed
+	if _, err := node.Leases("kube-node-lease").Update(ctx, own, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("node-a renewing its own lease: %v", err)
+	}
+
+	_, err = node.Leases("kube-node-lease").Create(ctx, nodeLease("node-b", "kube-node-lease"), metav1.CreateOptions{})
+	wantForbidden(t, "node-a creating node-b's lease", err, "can only access node lease with the same name as the requesting node")
+
+	other, err := admin.Leases("kube-node-lease").Create(ctx, nodeLease("node-b", "kube-node-lease"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("admin creating node-b's lease: %v", err)
+	}
+	_, err = node.Leases("kube-node-lease").Get(ctx, "node-b", metav1.GetOptions{})
+	wantForbidden(t, "node-a reading node-b's lease", err, "")
+	other.Spec.HolderIdentity = ptr("node-a")
+	_, err = node.Leases("kube-node-lease").Update(ctx, other, metav1.UpdateOptions{})
+	wantForbidden(t, "node-a updating node-b's lease", err, "")
+
+	_, err = node.Leases("default").Create(ctx, nodeLease("node-a", "default"), metav1.CreateOptions{})
+	wantForbidden(t, "node-a creating a lease in default", err, "")
+	_, err = node.Leases("kube-node-lease").List(ctx, metav1.ListOptions{})
+	wantForbidden(t, "node-a listing leases", err, "")
+}
+
+func nodeLease(name, namespace string) *coordinationv1.Lease {
+	now := metav1.NewMicroTime(time.Now())
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr(name), LeaseDurationSeconds: ptr(int32(40)), RenewTime: &now},
+	}
+}
+
+func wantForbidden(t *testing.T, what string, err error, msg string) {
+	t.Helper()
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("%s: got %v, want 403 Forbidden", what, err)
+		return
+	}
+	if msg != "" && !strings.Contains(err.Error(), msg) {
+		t.Errorf("%s: 403 %q does not say %q", what, err, msg)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
