@@ -3,6 +3,7 @@ package authz
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -29,7 +30,9 @@ func (u Union) Authorize(ctx context.Context, a *request.Attributes) (Decision, 
 		if err != nil {
 			errs = append(errs, err)
 		}
-		if reason != "" {
+		// An authorizer that asks another server (the cluster's
+		// SubjectAccessReview) may give the same reason as a local one.
+		if reason != "" && !slices.Contains(reasons, reason) {
 			reasons = append(reasons, reason)
 		}
 		if decision == DecisionAllow || decision == DecisionDeny {
