@@ -113,3 +113,44 @@ func TestCopyToEtcd(t *testing.T) {
 		t.Errorf("uid changed from %s to %s on update", direct.UID, got.UID)
 	}
 }
+
+// TestFollowToEtcd: a --follow copy into etcd carries renewals and deletes
+// to a kube-apiserver-style reader of that etcd (a leasehold serve
+// --etcd-servers, serving watches from it) within a second each, as the
+// old watches after the switch need.
+func TestFollowToEtcd(t *testing.T) {
+	endpoint := startEtcd(t)
+	src := startServe(t)
+	onEtcd := startServe(t, "--etcd-servers", endpoint)
+	now := time.Now().Truncate(time.Microsecond)
+	create(t, src.Client, nodeLease("node-1", now), nodeLease("node-2", now))
+
+	follow := startProc(t, "leases copy --follow", binary, "leases", "copy", "--follow", "--for", "2m", "-n", "kube-node-lease",
+		"--from-kubeconfig", src.Kubeconfig, "--to-etcd-servers", endpoint)
+	follow.waitLine("following the source's leases", time.Minute)
+	ctx := ctxFor(t, time.Minute)
+	leases := src.Client.CoordinationV1().Leases("kube-node-lease")
+	for range 3 {
+		l := get(t, src.Client, "kube-node-lease", "node-1")
+		l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now().Truncate(time.Microsecond)}
+		renewed, err := leases.Update(ctx, l, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, time.Second, "renewal served from etcd", func() bool {
+			return contentDiff(renewed, get(t, onEtcd.Client, "kube-node-lease", "node-1")) == ""
+		})
+	}
+	if err := leases.Delete(ctx, "node-2", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Second, "delete served from etcd", func() bool {
+		return get(t, onEtcd.Client, "kube-node-lease", "node-2") == nil
+	})
+	if code := follow.stop(); code != 0 {
+		t.Fatalf("leases copy --follow exited %d after SIGTERM", code)
+	}
+	if summary := follow.waitLine("leases copy done", time.Second); !strings.Contains(summary, "copied 2, updated 3, unchanged 0, target newer 0, deleted 1, errors 0") {
+		t.Errorf("summary %q: want 2 copied, 3 renewals, 1 delete", summary)
+	}
+}

@@ -26,7 +26,15 @@ type server struct {
 // end stops it with SIGTERM.
 func startServe(t *testing.T, extra ...string) *server {
 	t.Helper()
-	argv := append([]string{binary, "serve", "--data-dir", filepath.Join(t.TempDir(), "data"),
+	return startServeIn(t, filepath.Join(t.TempDir(), "data"), extra...)
+}
+
+// startServeIn is startServe on a given data directory: a server started
+// again on its directory (and port, given with --secure-port in extra)
+// keeps its CA, so kubeconfigs from before still work.
+func startServeIn(t *testing.T, dataDir string, extra ...string) *server {
+	t.Helper()
+	argv := append([]string{binary, "serve", "--data-dir", dataDir,
 		"--secure-port", "0", "--bind-address", "127.0.0.1"}, extra...)
 	p := startProc(t, "leasehold serve", argv...)
 	t.Cleanup(func() {
