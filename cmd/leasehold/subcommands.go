@@ -7,5 +7,5 @@ func subcommands() []*cobra.Command {
 	return []*cobra.Command{
 		newServeCmd(), newAgentCmd(), newBenchCmd(), newElectCmd(), newCredentialsCmd(), newAuditCmd(),
 		newDashboardCmd(),
-		newSnapshotCmd()}
+		newSnapshotCmd(), newLeasesCmd()}
 }

@@ -1,0 +1,114 @@
+package leasecopy
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/leasehold/leasehold/internal/testdeps"
+)
+
+// server is a running `leasehold serve`.
+type server struct {
+	Kubeconfig string
+	Client     kubernetes.Interface
+	proc       *proc
+}
+
+// startServe starts `leasehold serve` on a free port with a fresh data
+// directory (plus extra flags) and waits for its serving line; the test's
+// end stops it with SIGTERM.
+func startServe(t *testing.T, extra ...string) *server {
+	t.Helper()
+	return startServeIn(t, filepath.Join(t.TempDir(), "data"), extra...)
+}
+
+// startServeIn is startServe on a given data directory: a server started
+// again on its directory (and port, given with --secure-port in extra)
+// keeps its CA, so kubeconfigs from before still work.
+func startServeIn(t *testing.T, dataDir string, extra ...string) *server {
+	t.Helper()
+	argv := append([]string{binary, "serve", "--data-dir", dataDir,
+		"--secure-port", "0", "--bind-address", "127.0.0.1"}, extra...)
+	p := startProc(t, "leasehold serve", argv...)
+	t.Cleanup(func() {
+		if code := p.stop(); code != 0 {
+			t.Errorf("leasehold serve exited %d after SIGTERM", code)
+		}
+	})
+	var line struct {
+		Kubeconfig string `json:"kubeconfig"`
+	}
+	if err := json.Unmarshal([]byte(p.waitLine(`"msg":"serving"`, 60*time.Second)), &line); err != nil || line.Kubeconfig == "" {
+		t.Fatalf("serving line without a kubeconfig (%v)", err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", line.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = 1000, 1000
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &server{Kubeconfig: line.Kubeconfig, Client: c, proc: p}
+}
+
+// startEtcd starts a one-member Debian etcd on free ports and returns its
+// client URL once it answers as itself. Another process can take a free
+// port before etcd binds it; etcd then exits and is started again on new
+// ports, up to three times.
+func startEtcd(t *testing.T) string {
+	t.Helper()
+	bin := testdeps.Debian(t, "etcd-server", "etcd")
+	for attempt := 1; ; attempt++ {
+		client := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+		peer := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+		p := startProc(t, "etcd", bin, "--name", "m0", "--data-dir", filepath.Join(t.TempDir(), "etcd"),
+			"--listen-client-urls", client, "--advertise-client-urls", client,
+			"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+			"--initial-cluster", "m0="+peer, "--initial-cluster-state", "new", "--log-level", "error")
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			select {
+			case <-p.exited:
+				deadline = time.Time{}
+				continue
+			default:
+			}
+			if testdeps.EtcdMemberServes(client, peer) {
+				return client
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		p.kill()
+		if attempt == 3 {
+			t.Fatalf("etcd did not serve on free ports in %d attempts; last output:\n%s", attempt, p.output())
+		}
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// runCopy runs `leasehold leases copy ARGS` to its end (at most a minute)
+// and returns its output and exit code.
+func runCopy(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	p := startProc(t, "leases copy", append([]string{binary, "leases", "copy"}, args...)...)
+	code := p.wait(time.Minute)
+	return p.output(), code
+}
