@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -39,22 +36,29 @@ type behind struct {
 	caPEM      []byte
 }
 
-// startBehind starts a cluster (with kube-controller-manager), grants
-// Leasehold what delegation needs, starts it and routes
-// coordination.k8s.io/v1 to it.
+// startBehind starts a cluster (with kube-controller-manager), starts
+// Leasehold for it and routes coordination.k8s.io/v1 to it.
 func startBehind(t *testing.T) *behind {
 	t.Helper()
 	kc := kubecluster.Start(t, kubecluster.Options{ControllerManager: true})
+	b := startLeaseholdFor(t, kc)
+	b.route()
+	return b
+}
+
+// startLeaseholdFor grants Leasehold what delegation needs in kc and
+// starts it in cluster mode, not yet routed to.
+func startLeaseholdFor(t testing.TB, kc *kubecluster.Cluster) *behind {
+	t.Helper()
 	b := &behind{t: t, kc: kc, port: freePort(t), dataDir: filepath.Join(t.TempDir(), "data"), audit: filepath.Join(t.TempDir(), "audit.log")}
 	grantDelegation(t, kc)
-	route := kubecluster.RouteOptions{}
 	kubeconfig := kc.UserKubeconfig(t, leaseholdUser, "system:serviceaccounts", "system:serviceaccounts:kube-system")
 	// The serving certificate Leasehold issues itself from the CA in its
 	// data dir, for the name kube-apiserver dials it by; that CA is the
 	// APIService's caBundle.
 	b.serve = startProc(t, "serve",
 		"serve", "--data-dir", b.dataDir, "--secure-port", strconv.Itoa(b.port),
-		"--tls-san", route.ServerName(),
+		"--tls-san", kubecluster.RouteOptions{}.ServerName(),
 		"--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig,
 		"--audit-log-path", b.audit)
 	b.waitServing()
@@ -64,9 +68,17 @@ func startBehind(t *testing.T) *behind {
 	}
 	b.caPEM = caPEM
 	b.viaCluster = kc.AdminClientset(t)
-	kc.RouteGroupVersion(t, kubecluster.RouteOptions{Port: b.port, CABundle: b.caPEM})
 	return b
 }
+
+// route points APIService v1.coordination.k8s.io at Leasehold.
+func (b *behind) route() {
+	b.t.Helper()
+	b.kc.RouteGroupVersion(b.t, kubecluster.RouteOptions{Port: b.port, CABundle: b.caPEM})
+}
+
+// adminKubeconfig talks to Leasehold directly as its own admin.
+func (b *behind) adminKubeconfig() string { return filepath.Join(b.dataDir, "admin.kubeconfig") }
 
 // waitServing waits until Leasehold answers /readyz to its admin.
 func (b *behind) waitServing() {
@@ -88,48 +100,17 @@ func (b *behind) waitServing() {
 	})
 }
 
-// grantDelegation gives Leasehold's identity what serving behind a
-// cluster needs, as deploy/ does: TokenReviews and SubjectAccessReviews
-// (system:auth-delegator), the front-proxy settings
-// (extension-apiserver-authentication-reader), and reading the namespaces
-// and RBAC objects it decides with.
+// grantDelegation applies deploy/rbac.yaml, the RBAC the README's procedure
+// applies: TokenReviews and SubjectAccessReviews (system:auth-delegator),
+// the front-proxy settings (extension-apiserver-authentication-reader), and
+// reading the namespaces and RBAC objects Leasehold decides with, for the
+// service account kube-system/leasehold whose identity the test's
+// Leasehold uses.
 func grantDelegation(t testing.TB, kc *kubecluster.Cluster) {
 	t.Helper()
-	c := kc.AdminClientset(t)
-	ctx := context.Background()
-	sa := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "leasehold", Namespace: "kube-system"}}
-	must := func(what string, err error) {
-		t.Helper()
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("%s: %v", what, err)
-		}
+	if out, err := kc.Kubectl(t, "", "apply", "-f", filepath.Join("..", "..", "deploy", "rbac.yaml")); err != nil {
+		t.Fatalf("kubectl apply -f deploy/rbac.yaml: %v\n%s", err, out)
 	}
-	_, err := c.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "leasehold:system:auth-delegator"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:auth-delegator"},
-		Subjects:   sa,
-	}, metav1.CreateOptions{})
-	must("auth-delegator binding", err)
-	_, err = c.RbacV1().RoleBindings("kube-system").Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "leasehold-auth-reader", Namespace: "kube-system"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "extension-apiserver-authentication-reader"},
-		Subjects:   sa,
-	}, metav1.CreateOptions{})
-	must("authentication reader binding", err)
-	_, err = c.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "leasehold:watch"},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}},
-			{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles", "clusterrolebindings", "roles", "rolebindings"}, Verbs: []string{"get", "list", "watch"}},
-		},
-	}, metav1.CreateOptions{})
-	must("watch role", err)
-	_, err = c.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "leasehold:watch"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "leasehold:watch"},
-		Subjects:   sa,
-	}, metav1.CreateOptions{})
-	must("watch binding", err)
 }
 
 // agent starts `leasehold agent` for node with the credentials the
