@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -157,3 +158,55 @@ func wantForbidden(t *testing.T, what string, err error, msg string) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestNodeLifecycleMarksASilentNodeUnknown plays a kubelet with a node
+// kubeconfig: it registers Node node-a as Ready and renews its lease once,
+// then goes silent. kube-controller-manager's node lifecycle controller
+// must mark the node's Ready condition Unknown once the (short, harness
+// default 20s) node-monitor-grace-period has passed, which is what the
+// node-failure tests built on this harness rely on.
+func TestNodeLifecycleMarksASilentNodeUnknown(t *testing.T) {
+	c := kubecluster.Start(t, kubecluster.Options{ControllerManager: true})
+	c.WaitControllerManagerLeader(t, 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	kubelet := c.Clientset(t, c.NodeKubeconfig(t, "node-a"))
+
+	node, err := kubelet.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("node-a registering itself: %v", err)
+	}
+	now := metav1.Now()
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+		LastHeartbeatTime: now, LastTransitionTime: now}}
+	if _, err := kubelet.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("node-a reporting Ready: %v", err)
+	}
+	if _, err := kubelet.CoordinationV1().Leases("kube-node-lease").Create(ctx, nodeLease("node-a", "kube-node-lease"), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("node-a creating its lease: %v", err)
+	}
+	silent := time.Now()
+
+	admin := c.AdminClientset(t)
+	for {
+		n, err := admin.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("get node-a: %v", err)
+		}
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionUnknown {
+				after := time.Since(silent)
+				t.Logf("node-a Ready=Unknown (%s) %v after its last renewal", cond.Reason, after.Round(time.Second))
+				if after < 20*time.Second {
+					t.Errorf("node-a went Unknown after %v, before the 20s grace period", after)
+				}
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("node-a still not Ready=Unknown %v after it went silent: %+v", time.Since(silent), n.Status.Conditions)
+		case <-time.After(time.Second):
+		}
+	}
+}
