@@ -74,6 +74,17 @@ func ensureKubeBinaries(progress func(string)) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("user cache dir: %w", err)
+	}
+	return buildKubeBinaries(src, filepath.Join(cache, "leasehold", "kubetools"), progress)
+}
+
+// buildKubeBinaries is ensureKubeBinaries for the tool module in src and
+// the cache folder root (separate so that tests can use a small stand-in
+// module and a cache of their own).
+func buildKubeBinaries(src, root string, progress func(string)) (string, error) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		return "", fmt.Errorf("the go command is not on PATH: %w", err)
@@ -82,11 +93,6 @@ func ensureKubeBinaries(progress func(string)) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("user cache dir: %w", err)
-	}
-	root := filepath.Join(cache, "leasehold", "kubetools")
 	dir := filepath.Join(root, key)
 	if kubeBinariesPresent(dir) {
 		return dir, nil
@@ -105,7 +111,14 @@ func ensureKubeBinaries(progress func(string)) (string, error) {
 	}
 	// Build into a fresh folder and rename it into place, so that a build
 	// killed half way (test timeout, ^C) never leaves one binary, or a
-	// truncated one, where the next run would take it as finished.
+	// truncated one, where the next run would take it as finished. Such a
+	// killed build leaves its folder (hundreds of MB) behind: remove those
+	// first; holding the lock, nobody else is building this key.
+	if stale, err := filepath.Glob(filepath.Join(root, key+".building-*")); err == nil {
+		for _, d := range stale {
+			_ = os.RemoveAll(d)
+		}
+	}
 	tmp, err := os.MkdirTemp(root, key+".building-")
 	if err != nil {
 		return "", fmt.Errorf("build folder: %w", err)
@@ -168,6 +181,9 @@ func kubeVersionLdflags(src string) (string, error) {
 	var version string
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
+		if len(f) > 0 && f[0] == "require" { // a one-line require
+			f = f[1:]
+		}
 		if len(f) >= 2 && f[0] == "k8s.io/kubernetes" && strings.HasPrefix(f[1], "v") {
 			version = f[1]
 			break

@@ -289,10 +289,12 @@ func (c *Cluster) apiserverArgs() []string {
 		"--service-account-key-file=" + c.ServiceAccountPublicKeyFile,
 		"--service-account-signing-key-file=" + c.ServiceAccountKeyFile,
 		"--service-cluster-ip-range=" + ServiceClusterIPRange,
-		// The endpoint reconciler would publish 127.0.0.1 as the
-		// kubernetes Service's endpoint, which Endpoints validation
-		// rejects as loopback (an error logged every 10 s); nothing
-		// here dials that Service through kube-proxy anyway.
+		// The default (lease) endpoint reconciler would publish
+		// 127.0.0.1 as the kubernetes Service's endpoint, and every 10 s
+		// logs `Endpoints "kubernetes" is invalid: ... "127.0.0.1": may
+		// not be in the loopback range`. Nothing here dials that Service
+		// through kube-proxy, and the aggregator resolves
+		// kubernetes.default.svc to its loopback by itself.
 		"--endpoint-reconciler-type=none",
 		"--profiling=false",
 	}

@@ -38,5 +38,13 @@
 //     the default reconciler would try to publish a loopback endpoint for
 //     the kubernetes Service, which validation rejects, every 10 s.
 //   - The binaries are stamped with their release by -ldflags (see
-//     testdeps.KubeBinaries); unstamped they report v0.0.0-master.
+//     testdeps.KubeBinaries); unstamped they report v0.0.0-master. They are
+//     built with the local Go toolchain, not the one Kubernetes releases
+//     with, and /version shows gitCommit "$Format:%H$".
+//
+// etcd: Debian's etcd-server is etcd 3.4 (3.4.23 on the team's machines).
+// kube-apiserver 1.33 runs on it, but logs that etcd does not support
+// RequestWatchProgress, so its consistent reads from the watch cache fall
+// back to reading etcd; a difference from production etcd 3.5+ clusters
+// that latency measurements through this harness should keep in mind.
 package kubecluster

@@ -70,7 +70,10 @@ func (o RouteOptions) ServerName() string {
 // RouteGroupVersion makes kube-apiserver's aggregator send every request
 // for coordination.k8s.io/v1 to the backend on 127.0.0.1:opts.Port, and
 // waits until the APIService is Available=True (kube-apiserver's probe of
-// GET /apis/coordination.k8s.io/v1 passed).
+// GET /apis/coordination.k8s.io/v1 passed). When it already pointed at
+// another remote backend, the True seen may still be that backend's
+// (kube-apiserver writes the condition only when it changes, so nothing
+// tells the two apart); the new backend is used from the update on.
 //
 // What it takes for an ExternalName Service pointing at localhost, on a
 // port other than 443, to work (found in kube-apiserver 1.33's code and

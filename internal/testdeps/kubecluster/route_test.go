@@ -32,8 +32,12 @@ const backendLease = "from-test-backend"
 // seenRequest is what the backend recorded of one request.
 type seenRequest struct {
 	Method, Path, UserAgent string
+	Proto                   string
 	User                    string
 	Groups                  []string
+	// Extra maps the lowercased names of X-Remote-Extra-* headers to
+	// their values.
+	Extra map[string][]string
 	// ClientCN is the subject CN of the client certificate presented ("" for
 	// none); ClientVerified says whether it chains to the front-proxy CA
 	// with client-auth usage, as an aggregated server must check.
@@ -81,8 +85,13 @@ func startBackend(t *testing.T, c *kubecluster.Cluster, dnsNames []string) *back
 }
 
 func (b *backend) serve(w http.ResponseWriter, r *http.Request) {
-	s := seenRequest{Method: r.Method, Path: r.URL.Path, UserAgent: r.UserAgent(),
-		User: r.Header.Get("X-Remote-User"), Groups: r.Header.Values("X-Remote-Group")}
+	s := seenRequest{Method: r.Method, Path: r.URL.Path, UserAgent: r.UserAgent(), Proto: r.Proto,
+		User: r.Header.Get("X-Remote-User"), Groups: r.Header.Values("X-Remote-Group"), Extra: map[string][]string{}}
+	for k, v := range r.Header {
+		if name, ok := strings.CutPrefix(strings.ToLower(k), "x-remote-extra-"); ok {
+			s.Extra[name] = v
+		}
+	}
 	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
 		leaf := r.TLS.PeerCertificates[0]
 		s.ClientCN = leaf.Subject.CommonName
@@ -160,9 +169,10 @@ func (b *backend) probes() int {
 // localhost on the backend's (random, not 443) port, and checks:
 //   - the APIService becomes Available, by kube-apiserver's probe;
 //   - kubectl get leases -A reaches the backend (its one lease is listed,
-//     the one in etcd is not), with the caller's identity in X-Remote-User
-//     and X-Remote-Group, over kube-apiserver's front-proxy client
-//     certificate (CN front-proxy-client, chaining to the front-proxy CA);
+//     the one in etcd is not), over HTTP/2, with the caller's identity in
+//     X-Remote-User, X-Remote-Group and the credential-id extra, over
+//     kube-apiserver's front-proxy client certificate (CN
+//     front-proxy-client, chaining to the front-proxy CA);
 //   - a caller RBAC denies is refused by kube-apiserver and never reaches
 //     the backend;
 //   - after RestartAPIServer the route is still there (automanaged label
@@ -302,5 +312,13 @@ func checkIdentity(t *testing.T, b *backend, user string, groups []string) {
 	}
 	if s.ClientCN != "front-proxy-client" || !s.ClientVerified {
 		t.Errorf("%s's request came with client certificate CN %q (verified against the front-proxy CA: %v), want front-proxy-client, verified", user, s.ClientCN, s.ClientVerified)
+	}
+	// A user authenticated by client certificate carries the certificate's
+	// hash as an extra, its key percent-encoded in the header name.
+	if id := s.Extra["authentication.kubernetes.io%2fcredential-id"]; len(id) != 1 || !strings.HasPrefix(id[0], "X509SHA256=") {
+		t.Errorf("%s's request carried extras %q, want authentication.kubernetes.io%%2Fcredential-id = X509SHA256=…", user, s.Extra)
+	}
+	if s.Proto != "HTTP/2.0" {
+		t.Errorf("%s's request reached the backend over %s, want HTTP/2.0 (offered by the backend)", user, s.Proto)
 	}
 }
