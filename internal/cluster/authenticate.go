@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -37,14 +38,19 @@ const (
 // a client reusing one token costs the cluster one review per 10 s.
 const tokenReviewTTL = 10 * time.Second
 
-// authenticator is the delegated authentication: front-proxy headers over a
-// request-header client certificate, then a certificate of the cluster's
-// client CA, then a bearer token reviewed by the cluster. It is
-// k8s.io/apiserver's delegating authenticator, the one metrics-server and
-// sample-apiserver run, so its header parsing (X-Remote-Extra-* unescaping,
-// allowed names, case) is kube's own.
+// delegatedAuthn is the delegated authentication: front-proxy headers over
+// a request-header client certificate, then a certificate of the cluster's
+// client CA, then a bearer token reviewed by the cluster. Its parts are
+// k8s.io/apiserver's, the ones metrics-server and sample-apiserver run (so
+// header parsing, X-Remote-Extra-* unescaping and allowed names are kube's
+// own), but for the front proxy's certificate check, whose verdict is
+// remembered (frontproxy.go).
 type delegatedAuthn struct {
-	auth authenticator.Request
+	// front is the front proxy (kube-apiserver itself) and its headers,
+	// asked first as in kube's delegating authenticator (frontproxy.go).
+	front *frontProxyAuthn
+	// rest is the cluster's client certificates, then TokenReview.
+	rest authenticator.Request
 	// runners follow the ConfigMap (or, with flag overrides, the files).
 	runners []dynamiccertificates.ControllerRunner
 }
@@ -63,26 +69,27 @@ func newDelegatedAuthn(cfg Config, client kubernetes.Interface) (*delegatedAuthn
 	if err != nil {
 		return nil, err
 	}
-	rhc := &authenticatorfactory.RequestHeaderConfig{CAContentProvider: rhCA}
+	rhc := &authenticatorConfigRH{verifyOptions: rhCA.VerifyOptions}
 	if rh.ClientCAFile != "" {
 		// Flags: static header settings, as kube's options do when the
 		// request-header CA is given on the command line.
-		rhc.UsernameHeaders = headerrequest.StaticStringSlice(rh.UsernameHeaders)
-		rhc.UIDHeaders = headerrequest.StaticStringSlice(rh.UIDHeaders)
-		rhc.GroupHeaders = headerrequest.StaticStringSlice(rh.GroupHeaders)
-		rhc.ExtraHeaderPrefixes = headerrequest.StaticStringSlice(rh.ExtraHeaderPrefixes)
-		rhc.AllowedClientNames = headerrequest.StaticStringSlice(rh.AllowedNames)
+		rhc.usernames = headerrequest.StaticStringSlice(rh.UsernameHeaders)
+		rhc.uids = headerrequest.StaticStringSlice(rh.UIDHeaders)
+		rhc.groups = headerrequest.StaticStringSlice(rh.GroupHeaders)
+		rhc.extraPrefixes = headerrequest.StaticStringSlice(rh.ExtraHeaderPrefixes)
+		rhc.allowedNames = headerrequest.StaticStringSlice(rh.AllowedNames)
 	} else {
 		c := headerrequest.NewRequestHeaderAuthRequestController(AuthenticationConfigMapName, AuthenticationConfigMapNamespace, client,
 			keyRequestHeaderUsernames, keyRequestHeaderUIDs, keyRequestHeaderGroups, keyRequestHeaderExtraPrefix, keyRequestHeaderAllowed)
 		d.runners = append(d.runners, c)
-		rhc.UsernameHeaders = headerrequest.StringSliceProviderFunc(c.UsernameHeaders)
-		rhc.UIDHeaders = headerrequest.StringSliceProviderFunc(c.UIDHeaders)
-		rhc.GroupHeaders = headerrequest.StringSliceProviderFunc(c.GroupHeaders)
-		rhc.ExtraHeaderPrefixes = headerrequest.StringSliceProviderFunc(c.ExtraHeaderPrefixes)
-		rhc.AllowedClientNames = headerrequest.StringSliceProviderFunc(c.AllowedClientNames)
+		rhc.usernames = headerrequest.StringSliceProviderFunc(c.UsernameHeaders)
+		rhc.uids = headerrequest.StringSliceProviderFunc(c.UIDHeaders)
+		rhc.groups = headerrequest.StringSliceProviderFunc(c.GroupHeaders)
+		rhc.extraPrefixes = headerrequest.StringSliceProviderFunc(c.ExtraHeaderPrefixes)
+		rhc.allowedNames = headerrequest.StringSliceProviderFunc(c.AllowedClientNames)
 	}
-	auth, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
+	d.front = newFrontProxyAuthn(rhc)
+	rest, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
 		// Anonymous requests are Leasehold's own decision (--anonymous-auth),
 		// made after every authenticator, local ones included.
 		Anonymous:                          nil,
@@ -91,12 +98,11 @@ func newDelegatedAuthn(cfg Config, client kubernetes.Interface) (*delegatedAuthn
 		WebhookRetryBackoff:                &wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5},
 		CacheTTL:                           tokenReviewTTL,
 		ClientCertificateCAContentProvider: clientCA,
-		RequestHeaderConfig:                rhc,
 	}.New()
 	if err != nil {
 		return nil, fmt.Errorf("delegated authentication: %w", err)
 	}
-	d.auth = auth
+	d.rest = rest
 	return d, nil
 }
 
@@ -143,11 +149,20 @@ func (d *delegatedAuthn) run(ctx context.Context) {
 }
 
 // AuthenticateRequest implements authn.Authenticator over kube's
-// authenticator.
+// authenticators: the front proxy first, then the rest; the first that
+// identifies the caller wins, and when none does their errors are
+// returned together (401), as kube's union does.
 func (d *delegatedAuthn) AuthenticateRequest(r *http.Request) (request.User, bool, error) {
-	resp, ok, err := d.auth.AuthenticateRequest(r)
-	if err != nil || !ok || resp == nil || resp.User == nil {
-		return request.User{}, false, err
+	resp, ok, frontErr := d.front.AuthenticateRequest(r)
+	if !ok {
+		var err error
+		resp, ok, err = d.rest.AuthenticateRequest(r)
+		if !ok {
+			return request.User{}, false, errors.Join(frontErr, err)
+		}
+	}
+	if resp == nil || resp.User == nil {
+		return request.User{}, false, nil
 	}
 	u := resp.User
 	return request.User{Name: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: u.GetExtra()}, true, nil
