@@ -41,14 +41,15 @@ type behind struct {
 func startBehind(t *testing.T) *behind {
 	t.Helper()
 	kc := kubecluster.Start(t, kubecluster.Options{ControllerManager: true})
-	b := startLeaseholdFor(t, kc)
+	b := startLeaseholdFor(t, kc, true)
 	b.route()
 	return b
 }
 
 // startLeaseholdFor grants Leasehold what delegation needs in kc and
-// starts it in cluster mode, not yet routed to.
-func startLeaseholdFor(t testing.TB, kc *kubecluster.Cluster) *behind {
+// starts it in cluster mode, not yet routed to, with an audit log when
+// audited.
+func startLeaseholdFor(t testing.TB, kc *kubecluster.Cluster, audited bool) *behind {
 	t.Helper()
 	b := &behind{t: t, kc: kc, port: freePort(t), dataDir: filepath.Join(t.TempDir(), "data"), audit: filepath.Join(t.TempDir(), "audit.log")}
 	grantDelegation(t, kc)
@@ -56,11 +57,13 @@ func startLeaseholdFor(t testing.TB, kc *kubecluster.Cluster) *behind {
 	// The serving certificate Leasehold issues itself from the CA in its
 	// data dir, for the name kube-apiserver dials it by; that CA is the
 	// APIService's caBundle.
-	b.serve = startProc(t, "serve",
-		"serve", "--data-dir", b.dataDir, "--secure-port", strconv.Itoa(b.port),
+	args := []string{"serve", "--data-dir", b.dataDir, "--secure-port", strconv.Itoa(b.port),
 		"--tls-san", kubecluster.RouteOptions{}.ServerName(),
-		"--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig,
-		"--audit-log-path", b.audit)
+		"--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig}
+	if audited {
+		args = append(args, "--audit-log-path", b.audit)
+	}
+	b.serve = startProc(t, "serve", args...)
 	b.waitServing()
 	caPEM, err := os.ReadFile(filepath.Join(b.dataDir, "ca.crt"))
 	if err != nil {

@@ -31,7 +31,7 @@ const benchLeases = 200
 func TestSwitchOnAndOffUnderLoad(t *testing.T) {
 	kc := kubecluster.Start(t, kubecluster.Options{ControllerManager: true})
 	ctx := context.Background()
-	b := startLeaseholdFor(t, kc)
+	b := startLeaseholdFor(t, kc, true)
 	agents := map[string]*proc{"node-a": b.agent("node-a"), "node-b": b.agent("node-b")}
 	for name := range agents {
 		eventually(t, 60*time.Second, "node "+name+" Ready", func() error { return nodeReady(ctx, b.viaCluster, name, corev1.ConditionTrue) })
@@ -200,6 +200,12 @@ func stopLoad(t testing.TB, p *proc) bench.Result {
 	t.Helper()
 	p.signal(syscall.SIGINT)
 	p.stop()
+	return benchResult(t, p)
+}
+
+// benchResult reads the JSON result a finished bench printed last.
+func benchResult(t testing.TB, p *proc) bench.Result {
+	t.Helper()
 	text := p.logText()
 	i := strings.LastIndex(text, "\n{")
 	if i < 0 {
