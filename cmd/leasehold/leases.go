@@ -112,8 +112,8 @@ Which target when (see docs/take-lease-load-off-etcd.md):
 	fs.BoolVar(&f.follow, "follow", false, "after the first pass, keep mirroring changes and deletions until interrupted or --for has passed")
 	fs.DurationVar(&f.forTime, "for", 0, "with --follow: stop after this long (0: until SIGINT or SIGTERM)")
 	fs.IntVar(&f.workers, "workers", 8, "leases copied at once")
-	fs.Float32Var(&f.qps, "kube-api-qps", 200, "queries per second to each API server")
-	fs.IntVar(&f.burst, "kube-api-burst", 400, "burst of queries to each API server")
+	fs.Float32Var(&f.qps, "kube-api-qps", -1, "queries per second to each API server; negative sets no limit (--workers then bounds the requests in flight)")
+	fs.IntVar(&f.burst, "kube-api-burst", 400, "burst of queries to each API server, with a positive --kube-api-qps")
 	return cmd
 }
 
@@ -175,7 +175,9 @@ func runLeasesCopy(cmd *cobra.Command, f leasesCopyFlags) error {
 		Source: source, Namespace: f.namespace, Target: target, Follow: f.follow, Workers: f.workers,
 		Out: cmd.OutOrStdout(), Errs: cmd.ErrOrStderr(),
 	})
-	fmt.Fprintf(cmd.OutOrStdout(), "leases copy done in %s: %s\n", time.Since(start).Round(time.Millisecond), stats)
+	if stats != nil {
+		fmt.Fprintf(cmd.OutOrStdout(), "leases copy done in %s: %s\n", time.Since(start).Round(time.Millisecond), stats)
+	}
 	return err
 }
 
@@ -186,7 +188,9 @@ func (f *leasesCopyFlags) client(path, flag string) (kubernetes.Interface, error
 		return nil, fmt.Errorf("load %s %s: %w", flag, path, err)
 	}
 	// client-go's default of 5 per second would make a 100,000-lease
-	// first pass take hours.
+	// first pass take hours, and a mirror of a large cluster's renewals
+	// (two requests each) fall behind for good. The copy's own bound is
+	// --workers requests in flight per target.
 	cfg.QPS, cfg.Burst = f.qps, f.burst
 	cfg.UserAgent = "leasehold-leases-copy"
 	c, err := kubernetes.NewForConfig(cfg)

@@ -41,7 +41,8 @@ const opTimeout = 15 * time.Second
 // exponential backoff from 5 ms) before it counts as an error.
 const maxRetries = 5
 
-// Run copies as cfg says and returns the counts. It ends when the first
+// Run copies as cfg says and returns the counts (nil when it could not
+// start: the source or target did not answer). It ends when the first
 // pass is done (without Follow) or when ctx ends (with Follow; a SIGTERM
 // is the normal end of a mirror, not an error). The error is non-nil when
 // the source could not be read at all or when any lease could not be
@@ -55,7 +56,7 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 	// fast on a wrong kubeconfig, missing permissions or a server that
 	// does not serve leases, with the server's own words.
 	if _, err := leases.List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
-		return &Stats{}, fmt.Errorf("listing leases on the source: %w", err)
+		return nil, kubectlError("listing leases on the source", err)
 	}
 	r := &run{cfg: cfg, stats: &Stats{}, started: time.Now(),
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
