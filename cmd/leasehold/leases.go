@@ -67,8 +67,11 @@ is deleted on the target.
 --follow keeps mirroring (list and watch, re-listing when a watch fails)
 until SIGINT or SIGTERM, or until --for has passed. A progress line is
 printed each second in which 1,000 or more leases were handled, and a
-summary at the end. The exit status is 0 when every lease was copied, 1
-when any could not be (each is named on stderr), 2 for a usage error.
+summary at the end. A lease that cannot be written is retried with backoff:
+a single pass gives up on it after 5 attempts, a mirror keeps retrying (at
+least every 5 seconds) and names it on stderr once. The exit status is 0
+when every lease was copied, 1 when any could not be (a mirror: was still
+failing at the end; each is named on stderr), 2 for a usage error.
 
 Which target when (see docs/take-lease-load-off-etcd.md):
   Switching leases onto Leasehold:
