@@ -67,8 +67,11 @@ is deleted on the target.
 --follow keeps mirroring (list and watch, re-listing when a watch fails)
 until SIGINT or SIGTERM, or until --for has passed. A progress line is
 printed each second in which 1,000 or more leases were handled, and a
-summary at the end. The exit status is 0 when every lease was copied, 1
-when any could not be (each is named on stderr), 2 for a usage error.
+summary at the end. A lease that cannot be written is retried with backoff:
+a single pass gives up on it after 5 attempts, a mirror keeps retrying (at
+least every 5 seconds) and names it on stderr once. The exit status is 0
+when every lease was copied, 1 when any could not be (a mirror: was still
+failing at the end; each is named on stderr), 2 for a usage error.
 
 Which target when (see docs/take-lease-load-off-etcd.md):
   Switching leases onto Leasehold:
@@ -112,8 +115,8 @@ Which target when (see docs/take-lease-load-off-etcd.md):
 	fs.BoolVar(&f.follow, "follow", false, "after the first pass, keep mirroring changes and deletions until interrupted or --for has passed")
 	fs.DurationVar(&f.forTime, "for", 0, "with --follow: stop after this long (0: until SIGINT or SIGTERM)")
 	fs.IntVar(&f.workers, "workers", 8, "leases copied at once")
-	fs.Float32Var(&f.qps, "kube-api-qps", 200, "queries per second to each API server")
-	fs.IntVar(&f.burst, "kube-api-burst", 400, "burst of queries to each API server")
+	fs.Float32Var(&f.qps, "kube-api-qps", -1, "queries per second to each API server; negative sets no limit (--workers then bounds the requests in flight)")
+	fs.IntVar(&f.burst, "kube-api-burst", 400, "burst of queries to each API server, with a positive --kube-api-qps")
 	return cmd
 }
 
@@ -175,7 +178,9 @@ func runLeasesCopy(cmd *cobra.Command, f leasesCopyFlags) error {
 		Source: source, Namespace: f.namespace, Target: target, Follow: f.follow, Workers: f.workers,
 		Out: cmd.OutOrStdout(), Errs: cmd.ErrOrStderr(),
 	})
-	fmt.Fprintf(cmd.OutOrStdout(), "leases copy done in %s: %s\n", time.Since(start).Round(time.Millisecond), stats)
+	if stats != nil {
+		fmt.Fprintf(cmd.OutOrStdout(), "leases copy done in %s: %s\n", time.Since(start).Round(time.Millisecond), stats)
+	}
 	return err
 }
 
@@ -186,7 +191,9 @@ func (f *leasesCopyFlags) client(path, flag string) (kubernetes.Interface, error
 		return nil, fmt.Errorf("load %s %s: %w", flag, path, err)
 	}
 	// client-go's default of 5 per second would make a 100,000-lease
-	// first pass take hours.
+	// first pass take hours, and a mirror of a large cluster's renewals
+	// (two requests each) fall behind for good. The copy's own bound is
+	// --workers requests in flight per target.
 	cfg.QPS, cfg.Burst = f.qps, f.burst
 	cfg.UserAgent = "leasehold-leases-copy"
 	c, err := kubernetes.NewForConfig(cfg)

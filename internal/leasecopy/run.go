@@ -37,11 +37,17 @@ type Config struct {
 // target that stops answering shows as errors instead of a silent stall.
 const opTimeout = 15 * time.Second
 
-// maxRetries is how often a failing lease is retried (with the workqueue's
-// exponential backoff from 5 ms) before it counts as an error.
+// maxRetries is how often a failing lease is retried (with exponential
+// backoff from 5 ms) before a one-pass copy gives up on it, and a mirror
+// reports it (and keeps retrying, at least every maxBackoff).
 const maxRetries = 5
 
-// Run copies as cfg says and returns the counts. It ends when the first
+// maxBackoff caps the wait between a mirror's retries of one lease: a
+// target back from a restart gets every lease within seconds.
+const maxBackoff = 5 * time.Second
+
+// Run copies as cfg says and returns the counts (nil when it could not
+// start: the source or target did not answer). It ends when the first
 // pass is done (without Follow) or when ctx ends (with Follow; a SIGTERM
 // is the normal end of a mirror, not an error). The error is non-nil when
 // the source could not be read at all or when any lease could not be
@@ -55,10 +61,12 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 	// fast on a wrong kubeconfig, missing permissions or a server that
 	// does not serve leases, with the server's own words.
 	if _, err := leases.List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
-		return &Stats{}, fmt.Errorf("listing leases on the source: %w", err)
+		return nil, kubectlError("listing leases on the source", err)
 	}
 	r := &run{cfg: cfg, stats: &Stats{}, started: time.Now(),
-		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
+		queue: workqueue.NewTypedRateLimitingQueue(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, maxBackoff)),
+		failing: map[string]error{}}
 	r.store, r.informer = cache.NewInformerWithOptions(cache.InformerOptions{
 		ListerWatcher: &cache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -87,6 +95,11 @@ type run struct {
 	store    cache.Store
 	informer cache.Controller
 	first    *firstPass
+
+	// failing holds a mirror's leases whose last attempt failed after
+	// maxRetries or more; those still in it at the end count as errors.
+	failingMu sync.Mutex
+	failing   map[string]error
 }
 
 func (r *run) enqueue(obj any) {
@@ -141,6 +154,10 @@ func (r *run) run(ctx context.Context) error {
 	workers.Wait()
 	stopProgress()
 	progress.Wait()
+	for key, err := range r.failing {
+		r.stats.Errors.Add(1)
+		fmt.Fprintf(r.cfg.Errs, "error: lease %s: still failing: %v\n", key, err)
+	}
 	if n := r.stats.Errors.Load(); n > 0 {
 		return fmt.Errorf("%d lease copies failed (see the error lines above)", n)
 	}
@@ -167,17 +184,41 @@ func (r *run) next(ctx, opCtx context.Context) bool {
 		r.queue.Forget(key)
 		r.stats.count(outcome)
 		r.first.handled(key)
+		r.setFailing(key, nil)
 		return true
 	}
-	if r.queue.NumRequeues(key) < maxRetries {
+	failures := r.queue.NumRequeues(key) + 1
+	switch {
+	case failures < maxRetries:
 		r.queue.AddRateLimited(key)
-		return true
+	case r.cfg.Follow:
+		// A mirror never drops a lease: a lease that does not change
+		// again would otherwise stay stale on the target. It says so
+		// once, and the first pass counts as done without it.
+		if failures == maxRetries {
+			fmt.Fprintf(r.cfg.Errs, "error: lease %s: %v (retrying)\n", key, err)
+			r.first.handled(key)
+		}
+		r.setFailing(key, err)
+		r.queue.AddRateLimited(key)
+	default:
+		r.queue.Forget(key)
+		r.stats.Errors.Add(1)
+		r.first.handled(key)
+		fmt.Fprintf(r.cfg.Errs, "error: lease %s: %v\n", key, err)
 	}
-	r.queue.Forget(key)
-	r.stats.Errors.Add(1)
-	r.first.handled(key)
-	fmt.Fprintf(r.cfg.Errs, "error: lease %s: %v\n", key, err)
 	return true
+}
+
+// setFailing records key's last failure, or its success (err nil).
+func (r *run) setFailing(key string, err error) {
+	r.failingMu.Lock()
+	defer r.failingMu.Unlock()
+	if err == nil {
+		delete(r.failing, key)
+	} else {
+		r.failing[key] = err
+	}
 }
 
 // apply makes the target's lease key match the source's newest copy, or

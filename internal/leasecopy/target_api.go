@@ -3,7 +3,6 @@ package leasecopy
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -36,7 +35,7 @@ func (t *apiTarget) Put(ctx context.Context, src *coordinationv1.Lease) (Outcome
 			return created, err
 		}
 		if err != nil {
-			return 0, fmt.Errorf("reading the target's lease: %w", err)
+			return 0, kubectlError("reading the target's lease", err)
 		}
 		if sameContent(cur, src) {
 			return Unchanged, nil
@@ -51,7 +50,7 @@ func (t *apiTarget) Put(ctx context.Context, src *coordinationv1.Lease) (Outcome
 			continue
 		}
 		if err != nil {
-			return 0, fmt.Errorf("updating the target's lease: %w", err)
+			return 0, kubectlError("updating the target's lease", err)
 		}
 		return Updated, nil
 	}
@@ -77,7 +76,7 @@ func (t *apiTarget) create(ctx context.Context, src *coordinationv1.Lease) (Outc
 		if apierrors.IsAlreadyExists(err) {
 			return 0, err
 		}
-		return 0, fmt.Errorf("creating the target's lease: %w", err)
+		return 0, kubectlError("creating the target's lease", err)
 	}
 	return Created, nil
 }
@@ -99,7 +98,7 @@ func (t *apiTarget) Delete(ctx context.Context, namespace, name string) (Outcome
 	case apierrors.IsNotFound(err):
 		return Unchanged, nil
 	case err != nil:
-		return 0, fmt.Errorf("deleting the target's lease: %w", err)
+		return 0, kubectlError("deleting the target's lease", err)
 	}
 	return Deleted, nil
 }

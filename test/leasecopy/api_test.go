@@ -1,6 +1,7 @@
 package leasecopy
 
 import (
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -60,6 +61,16 @@ func TestCopyOnceBetweenAPIs(t *testing.T) {
 		if rv := get(t, dst.Client, w.Namespace, w.Name).ResourceVersion; rv != before[w.Name] {
 			t.Errorf("%s/%s was written although its content was equal (resourceVersion %s -> %s)", w.Namespace, w.Name, before[w.Name], rv)
 		}
+	}
+
+	// A source user RBAC lets read nothing: kubectl's words, exit 1.
+	nobody := filepath.Join(t.TempDir(), "nobody.kubeconfig")
+	if out, code := runLeasehold(t, "credentials", "user", "nobody", "--data-dir", src.DataDir, "--server", serverURL(t, src), "--out", nobody); code != 0 {
+		t.Fatalf("credentials user: exit %d:\n%s", code, out)
+	}
+	out, code = runCopy(t, "--from-kubeconfig", nobody, "--to-kubeconfig", dst.Kubeconfig)
+	if code != 1 || !strings.Contains(out, "listing leases on the source: Error from server (Forbidden)") {
+		t.Errorf("copy as a user without permissions: exit %d, want 1 and kubectl's Forbidden:\n%s", code, out)
 	}
 }
 

@@ -71,3 +71,45 @@ func TestFollowRelistsAfterSourceRestart(t *testing.T) {
 		t.Errorf("summary %q: want one delete and no errors", summary)
 	}
 }
+
+// TestFollowRetriesThroughTargetRestart: a --follow copy does not drop a
+// renewal it could not write while its target was down: it reports the
+// lease once, keeps retrying (at least every 5 s), writes it when the
+// target is back, and ends without errors.
+func TestFollowRetriesThroughTargetRestart(t *testing.T) {
+	src := startServe(t)
+	dataDir := filepath.Join(t.TempDir(), "dst")
+	dstArgs := []string{"--secure-port", fmt.Sprint(freePort(t))}
+	dst := startServeIn(t, dataDir, dstArgs...)
+	create(t, src.Client, nodeLease("node-1", time.Now().Truncate(time.Microsecond)))
+	follow := startProc(t, "leases copy --follow", binary, "leases", "copy", "--follow", "--for", "3m",
+		"-n", "kube-node-lease", "--from-kubeconfig", src.Kubeconfig, "--to-kubeconfig", dst.Kubeconfig)
+	follow.waitLine("following the source's leases", time.Minute)
+
+	if code := dst.proc.stop(); code != 0 {
+		t.Fatalf("target exited %d after SIGTERM", code)
+	}
+	ctx := ctxFor(t, 2*time.Minute)
+	l := get(t, src.Client, "kube-node-lease", "node-1")
+	l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now().Truncate(time.Microsecond)}
+	renewed, err := src.Client.CoordinationV1().Leases("kube-node-lease").Update(ctx, l, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := follow.waitLine("error: lease kube-node-lease/node-1: ", 10*time.Second)
+	if !strings.Contains(line, "Unable to connect to the server") || !strings.HasSuffix(line, "(retrying)") {
+		t.Errorf("error line %q: want kubectl's connection error, retrying", line)
+	}
+
+	dst = startServeIn(t, dataDir, dstArgs...)
+	took := waitFor(t, 15*time.Second, "the renewal written once the target is back", func() bool {
+		return contentDiff(renewed, get(t, dst.Client, "kube-node-lease", "node-1")) == ""
+	})
+	t.Logf("renewal reached the restarted target %v after it served", took)
+	if code := follow.stop(); code != 0 {
+		t.Fatalf("leases copy --follow exited %d after SIGTERM", code)
+	}
+	if summary := follow.waitLine("leases copy done", time.Second); !strings.Contains(summary, "updated 1, unchanged 0, target newer 0, deleted 0, errors 0") {
+		t.Errorf("summary %q: want the renewal as one update and no errors", summary)
+	}
+}

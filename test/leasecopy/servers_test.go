@@ -16,6 +16,7 @@ import (
 
 // server is a running `leasehold serve`.
 type server struct {
+	DataDir    string
 	Kubeconfig string
 	Client     kubernetes.Interface
 	proc       *proc
@@ -57,7 +58,7 @@ func startServeIn(t *testing.T, dataDir string, extra ...string) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &server{Kubeconfig: line.Kubeconfig, Client: c, proc: p}
+	return &server{DataDir: dataDir, Kubeconfig: line.Kubeconfig, Client: c, proc: p}
 }
 
 // startEtcd starts a one-member Debian etcd on free ports and returns its
@@ -102,6 +103,24 @@ func freePort(t *testing.T) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// serverURL is the API address in s's admin kubeconfig.
+func serverURL(t *testing.T, s *server) string {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.Host
+}
+
+// runLeasehold runs the binary with args to its end (at most a minute).
+func runLeasehold(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	p := startProc(t, "leasehold "+args[0], append([]string{binary}, args...)...)
+	code := p.wait(time.Minute)
+	return p.output(), code
 }
 
 // runCopy runs `leasehold leases copy ARGS` to its end (at most a minute)
