@@ -40,7 +40,13 @@ type behind struct {
 // Leasehold for it and routes coordination.k8s.io/v1 to it.
 func startBehind(t *testing.T) *behind {
 	t.Helper()
-	kc := kubecluster.Start(t, kubecluster.Options{ControllerManager: true})
+	return startBehindWith(t, kubecluster.Options{ControllerManager: true})
+}
+
+// startBehindWith is startBehind for a cluster started with opts.
+func startBehindWith(t *testing.T, opts kubecluster.Options) *behind {
+	t.Helper()
+	kc := kubecluster.Start(t, opts)
 	b := startLeaseholdFor(t, kc, true)
 	b.route()
 	return b

@@ -48,9 +48,27 @@ type RouteOptions struct {
 	// "leasehold" and "kube-system" when empty. The backend's serving
 	// certificate must carry the DNS name ServiceName.Namespace.svc.
 	ServiceName, Namespace string
+	// Version is the version of coordination.k8s.io routed: "v1" when
+	// empty, or "v1beta1" (LeaseCandidates, where the cluster enables it).
+	Version string
+}
+
+// builtinVersionPriorities are kube-apiserver's own versionPriority of each
+// version of coordination.k8s.io it registers (aggregation.md §6.5).
+var builtinVersionPriorities = map[string]int64{"v1": builtinVersionPrio, "v1beta1": 13, "v1alpha2": 12}
+
+// apiServiceName is the APIService of a version of coordination.k8s.io.
+func apiServiceName(version string) string {
+	if version == "" {
+		version = "v1"
+	}
+	return version + ".coordination.k8s.io"
 }
 
 func (o *RouteOptions) defaults() {
+	if o.Version == "" {
+		o.Version = "v1"
+	}
 	if o.ServiceName == "" {
 		o.ServiceName = "leasehold"
 	}
@@ -68,7 +86,7 @@ func (o RouteOptions) ServerName() string {
 }
 
 // RouteGroupVersion makes kube-apiserver's aggregator send every request
-// for coordination.k8s.io/v1 to the backend on 127.0.0.1:opts.Port, and
+// for coordination.k8s.io/v1 (opts.Version) to the backend on 127.0.0.1:opts.Port, and
 // waits until the APIService is Available=True (kube-apiserver's probe of
 // GET /apis/coordination.k8s.io/v1 passed). When it already pointed at
 // another remote backend, the True seen may still be that backend's
@@ -127,15 +145,16 @@ func (c *Cluster) RouteGroupVersion(t testing.TB, opts RouteOptions) {
 	}); err != nil {
 		t.Fatalf("kubecluster: ExternalName Service %s/%s: %v", opts.Namespace, opts.ServiceName, err)
 	}
-	c.updateAPIService(t, ctx, func(obj *unstructured.Unstructured) error {
+	name := apiServiceName(opts.Version)
+	c.updateAPIService(t, ctx, name, func(obj *unstructured.Unstructured) error {
 		labels := obj.GetLabels()
 		delete(labels, automanagedLabel)
 		obj.SetLabels(labels)
 		spec := map[string]any{
 			"group":                "coordination.k8s.io",
-			"version":              "v1",
+			"version":              opts.Version,
 			"groupPriorityMinimum": int64(builtinGroupPriority),
-			"versionPriority":      int64(builtinVersionPrio),
+			"versionPriority":      builtinVersionPriorities[opts.Version],
 			"service":              map[string]any{"name": opts.ServiceName, "namespace": opts.Namespace, "port": int64(opts.Port)},
 		}
 		if len(opts.CABundle) > 0 {
@@ -143,7 +162,7 @@ func (c *Cluster) RouteGroupVersion(t testing.TB, opts RouteOptions) {
 		}
 		return unstructured.SetNestedField(obj.Object, spec, "spec")
 	})
-	c.waitAPIService(t, ctx, "Passed", func(obj *unstructured.Unstructured) bool {
+	c.waitAPIService(t, ctx, name, "Passed", func(obj *unstructured.Unstructured) bool {
 		port, _, _ := unstructured.NestedInt64(obj.Object, "spec", "service", "port")
 		name, _, _ := unstructured.NestedString(obj.Object, "spec", "service", "name")
 		return port == int64(opts.Port) && name == opts.ServiceName
@@ -159,7 +178,7 @@ func (c *Cluster) RouteLocal(t testing.TB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), routeTimeout)
 	defer cancel()
-	c.updateAPIService(t, ctx, func(obj *unstructured.Unstructured) error {
+	c.updateAPIService(t, ctx, LeaseAPIService, func(obj *unstructured.Unstructured) error {
 		labels := obj.GetLabels()
 		if labels == nil {
 			labels = map[string]string{}
@@ -173,7 +192,7 @@ func (c *Cluster) RouteLocal(t testing.TB) {
 			"versionPriority":      int64(builtinVersionPrio),
 		}, "spec")
 	})
-	c.waitAPIService(t, ctx, "Local", func(obj *unstructured.Unstructured) bool {
+	c.waitAPIService(t, ctx, LeaseAPIService, "Local", func(obj *unstructured.Unstructured) bool {
 		_, found, _ := unstructured.NestedMap(obj.Object, "spec", "service")
 		return !found
 	})
@@ -202,11 +221,11 @@ func (c *Cluster) dynamic(t testing.TB) dynamic.Interface {
 
 // updateAPIService applies mutate to the current APIService and writes it,
 // again on a conflict (kube-apiserver's controllers write its status).
-func (c *Cluster) updateAPIService(t testing.TB, ctx context.Context, mutate func(*unstructured.Unstructured) error) {
+func (c *Cluster) updateAPIService(t testing.TB, ctx context.Context, name string, mutate func(*unstructured.Unstructured) error) {
 	t.Helper()
 	client := c.dynamic(t).Resource(apiServiceResource)
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		obj, err := client.Get(ctx, LeaseAPIService, metav1.GetOptions{})
+		obj, err := client.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -216,7 +235,7 @@ func (c *Cluster) updateAPIService(t testing.TB, ctx context.Context, mutate fun
 		_, err = client.Update(ctx, obj, metav1.UpdateOptions{})
 		return err
 	}); err != nil {
-		t.Fatalf("kubecluster: update APIService %s: %v", LeaseAPIService, err)
+		t.Fatalf("kubecluster: update APIService %s: %v", name, err)
 	}
 }
 
@@ -224,12 +243,12 @@ func (c *Cluster) updateAPIService(t testing.TB, ctx context.Context, mutate fun
 // its Available condition is True with reason (Passed for a remote
 // backend, Local for built-in storage): a stale True from before the
 // update has the other reason.
-func (c *Cluster) waitAPIService(t testing.TB, ctx context.Context, reason string, matches func(*unstructured.Unstructured) bool) {
+func (c *Cluster) waitAPIService(t testing.TB, ctx context.Context, name, reason string, matches func(*unstructured.Unstructured) bool) {
 	t.Helper()
 	client := c.dynamic(t).Resource(apiServiceResource)
 	var last string
 	for {
-		obj, err := client.Get(ctx, LeaseAPIService, metav1.GetOptions{})
+		obj, err := client.Get(ctx, name, metav1.GetOptions{})
 		if err == nil {
 			st, rs, msg := availableCondition(obj)
 			last = fmt.Sprintf("Available=%s reason=%s message=%q", st, rs, msg)
@@ -241,7 +260,7 @@ func (c *Cluster) waitAPIService(t testing.TB, ctx context.Context, reason strin
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("kubecluster: APIService %s not Available with reason %s within %v; last: %s", LeaseAPIService, reason, routeTimeout, last)
+			t.Fatalf("kubecluster: APIService %s not Available with reason %s within %v; last: %s", name, reason, routeTimeout, last)
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
