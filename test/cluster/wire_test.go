@@ -104,6 +104,16 @@ func wireDetails(t *testing.T, b *behind) {
 	if err != nil || !strings.Contains(out, "leases") {
 		t.Errorf("kubectl api-resources: %v\n%s", err, out)
 	}
+	// kubectl explain reads kube-apiserver's OpenAPI v3, which it builds
+	// from Leasehold's /openapi/v3 for the routed group.
+	out, err = b.kc.Kubectl(t, "", "explain", "lease.spec.holderIdentity")
+	if err != nil || !strings.Contains(out, "holderIdentity contains the identity of the holder") {
+		t.Errorf("kubectl explain through kube-apiserver's aggregated OpenAPI: %v\n%s", err, out)
+	}
+	raw, err = b.viaCluster.Discovery().RESTClient().Get().AbsPath("/openapi/v2").SetHeader("Accept", "application/json").DoRaw(ctx)
+	if err != nil || !strings.Contains(string(raw), "io.k8s.api.coordination.v1.Lease") {
+		t.Errorf("kube-apiserver's aggregated OpenAPI v2 lacks the Lease: %v", err)
+	}
 }
 
 func findLeases(l *apidiscoveryv2.APIGroupDiscoveryList) error {
