@@ -26,6 +26,11 @@
 # SERVER_FLAGS (extra serve flags, e.g. SERVER_FLAGS="--memory-limit 0"),
 # BENCH_BIN (the binary that runs `bench rate`, default BINARY: A/B runs of
 # two servers then share one load generator).
+# PIN=1 pins the server to CPU ${SERVER_CPU:-0} and the generator to CPU
+# ${BENCH_CPU:-1} with taskset: each then has one core of its own, and the Go
+# runtime runs the server with GOMAXPROCS 1 (it sizes GOMAXPROCS by the CPUs
+# the process may run on). The figures are then the server's alone on one
+# core, whatever the generator costs.
 # Nothing else may run on the machine meanwhile: server and generator share
 # its cores, and every figure depends on that.
 set -euo pipefail
@@ -44,11 +49,16 @@ if [ "${AS_NODES:-0}" = 1 ]; then
 	server_flags=(--token-auth-file "$tokens")
 	bench_flags=(--node-tokens "$tokens")
 fi
+gen_prefix=()
+if [ "${PIN:-0}" = 1 ]; then
+	SERVER_PREFIX="taskset -c ${SERVER_CPU:-0}"
+	gen_prefix=(taskset -c "${BENCH_CPU:-1}")
+fi
 serve_fresh "$bin" "$out" "${server_flags[@]}"
 timer=()
 [ -x /usr/bin/time ] && timer=(/usr/bin/time -v -o "$out/bench.time")
 # shellcheck disable=SC2086
-env ${BENCH_ENV:-} "${timer[@]}" "$gen" bench rate --kubeconfig "$data/admin.kubeconfig" \
+env ${BENCH_ENV:-} "${timer[@]}" "${gen_prefix[@]}" "$gen" bench rate --kubeconfig "$data/admin.kubeconfig" \
 	--nodes "${NODES:-100000}" --interval 10s --client lean --clients 256 --connections "${CONNS:-8}" \
 	--duration "$duration" --server-pid "$server" "${bench_flags[@]}" "$@" >"$out/result.txt" 2>"$out/bench.log"
 kubectl --kubeconfig "$data/admin.kubeconfig" get --raw /metrics >"$out/metrics.txt" 2>/dev/null || true

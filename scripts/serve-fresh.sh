@@ -4,8 +4,8 @@
 #
 # serve_fresh BINARY OUT [SERVE FLAGS...] starts `BINARY serve` on a new
 # embedded store in OUT/data on a free port of 127.0.0.1, with SERVER_ENV
-# (VAR=value words) in its environment and SERVER_FLAGS (words) after the
-# flags given; its stdout and log go to OUT/server.out and OUT/server.log.
+# (VAR=value words) in its environment, SERVER_FLAGS (words) after the
+# flags given and SERVER_PREFIX (words, e.g. "taskset -c 0") before it; its stdout and log go to OUT/server.out and OUT/server.log.
 # It sets $server to the server's PID, arranges for the server to be
 # stopped when the script exits, and returns once the server serves (or
 # exits the script if it does not within 30 s).
@@ -14,8 +14,8 @@ serve_fresh() {
 	shift 2
 	rm -rf "$out/data"
 	mkdir -p "$out/data"
-	# shellcheck disable=SC2086 # SERVER_ENV and SERVER_FLAGS are lists of words
-	env ${SERVER_ENV:-} "$bin" serve --data-dir "$out/data" --secure-port 0 "$@" ${SERVER_FLAGS:-} >"$out/server.out" 2>"$out/server.log" &
+	# shellcheck disable=SC2086 # SERVER_ENV, SERVER_PREFIX and SERVER_FLAGS are lists of words
+	env ${SERVER_ENV:-} ${SERVER_PREFIX:-} "$bin" serve --data-dir "$out/data" --secure-port 0 "$@" ${SERVER_FLAGS:-} >"$out/server.out" 2>"$out/server.log" &
 	server=$!
 	trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true' EXIT
 	await_serving "$out/server.log" "leasehold serve"
