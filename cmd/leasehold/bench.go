@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os"
-	"runtime/pprof"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -57,28 +55,10 @@ func (f *benchFlags) registerCommon(cmd *cobra.Command) {
 	fl.StringVar(&f.nodeTokens, "node-tokens", "", "run as real nodes: every lease's requests (and its Node's) are sent by the node it is named after, user system:node:NAME in group system:nodes, with that node's bearer token from this kube-format token file (token,user,uid,groups), to which missing tokens are added (random, file mode 0600); start the server with --token-auth-file on the same file. Leases are in "+corev1.NamespaceNodeLease+" unless --namespace is given; the kubeconfig's credentials serve only for the namespace and the lease list")
 }
 
-// profiled runs fn, under the CPU profiler when --cpu-profile is set: the
+// profiled runs fn under the CPU profiler when --cpu-profile is set: the
 // load generator shares the machine with the server in most measurements,
 // so its own cost is part of reading any throughput figure.
-func (f *benchFlags) profiled(fn func() error) error {
-	if f.cpuProfile == "" {
-		return fn()
-	}
-	out, err := os.Create(f.cpuProfile)
-	if err != nil {
-		return fmt.Errorf("creating CPU profile: %w", err)
-	}
-	if err := pprof.StartCPUProfile(out); err != nil {
-		_ = out.Close()
-		return fmt.Errorf("starting CPU profile: %w", err)
-	}
-	runErr := fn()
-	pprof.StopCPUProfile()
-	if err := out.Close(); err != nil && runErr == nil {
-		return fmt.Errorf("writing CPU profile: %w", err)
-	}
-	return runErr
-}
+func (f *benchFlags) profiled(fn func() error) error { return withCPUProfile(f.cpuProfile, fn) }
 
 // restConfig checks the output format and loads the server's REST config.
 func (f *benchFlags) restConfig() (*rest.Config, error) {

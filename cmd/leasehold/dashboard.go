@@ -10,6 +10,7 @@ import (
 
 func newDashboardCmd() *cobra.Command {
 	cfg := dashboard.Config{}
+	var cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "dashboard [--kubeconfig FILE] [--listen 127.0.0.1:PORT]",
 		Short: "Web page of the fleet's heartbeats, expiries and leaders, served on loopback",
@@ -23,12 +24,13 @@ prints the page's URL. Resources you may not list are shown as forbidden.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Out = cmd.OutOrStdout()
 			cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			return dashboard.Run(cmd.Context(), cfg)
+			return withCPUProfile(cpuProfile, func() error { return dashboard.Run(cmd.Context(), cfg) })
 		},
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig file; defaults to $KUBECONFIG, then ~/.kube/config")
 	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:8001", "loopback address to serve the page on (port 0 picks a free one)")
 	fs.DurationVar(&cfg.Tick, "refresh", dashboard.DefaultTick, "how often the page is updated")
+	fs.StringVar(&cpuProfile, "cpu-profile", "", "write a pprof CPU profile of the dashboard process to this file when it stops")
 	return cmd
 }
