@@ -49,8 +49,9 @@ type delegatedAuthn struct {
 	// front is the front proxy (kube-apiserver itself) and its headers,
 	// asked first as in kube's delegating authenticator (frontproxy.go).
 	front *frontProxyAuthn
-	// rest is the cluster's client certificates, then TokenReview.
-	rest authenticator.Request
+	// certs is the cluster's client certificates, tokens its TokenReview.
+	certs  *clientCertAuthn
+	tokens authenticator.Request
 	// runners follow the ConfigMap (or, with flag overrides, the files).
 	runners []dynamiccertificates.ControllerRunner
 }
@@ -89,20 +90,20 @@ func newDelegatedAuthn(cfg Config, client kubernetes.Interface) (*delegatedAuthn
 		rhc.allowedNames = headerrequest.StringSliceProviderFunc(c.AllowedClientNames)
 	}
 	d.front = newFrontProxyAuthn(rhc)
-	rest, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
+	d.certs = &clientCertAuthn{certs: newCertVerifier(clientCA.VerifyOptions, clientCertVerdicts)}
+	tokens, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
 		// Anonymous requests are Leasehold's own decision (--anonymous-auth),
 		// made after every authenticator, local ones included.
-		Anonymous:                          nil,
-		TokenAccessReviewClient:            client.AuthenticationV1(),
-		TokenAccessReviewTimeout:           10 * time.Second,
-		WebhookRetryBackoff:                &wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5},
-		CacheTTL:                           tokenReviewTTL,
-		ClientCertificateCAContentProvider: clientCA,
+		Anonymous:                nil,
+		TokenAccessReviewClient:  client.AuthenticationV1(),
+		TokenAccessReviewTimeout: 10 * time.Second,
+		WebhookRetryBackoff:      &wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5},
+		CacheTTL:                 tokenReviewTTL,
 	}.New()
 	if err != nil {
 		return nil, fmt.Errorf("delegated authentication: %w", err)
 	}
-	d.rest = rest
+	d.tokens = tokens
 	return d, nil
 }
 
@@ -149,23 +150,24 @@ func (d *delegatedAuthn) run(ctx context.Context) {
 }
 
 // AuthenticateRequest implements authn.Authenticator over kube's
-// authenticators: the front proxy first, then the rest; the first that
-// identifies the caller wins, and when none does their errors are
-// returned together (401), as kube's union does.
+// authenticators, in kube's order: the front proxy, the cluster's client
+// certificates, then TokenReview. The first that identifies the caller
+// wins; when none does their errors are returned together (401), as
+// kube's union does.
 func (d *delegatedAuthn) AuthenticateRequest(r *http.Request) (request.User, bool, error) {
-	resp, ok, frontErr := d.front.AuthenticateRequest(r)
-	if !ok {
-		var err error
-		resp, ok, err = d.rest.AuthenticateRequest(r)
-		if !ok {
-			return request.User{}, false, errors.Join(frontErr, err)
+	var errs []error
+	for _, a := range []authenticator.Request{d.front, d.certs, d.tokens} {
+		resp, ok, err := a.AuthenticateRequest(r)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if ok && resp != nil && resp.User != nil {
+			u := resp.User
+			return request.User{Name: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: u.GetExtra()}, true, nil
 		}
 	}
-	if resp == nil || resp.User == nil {
-		return request.User{}, false, nil
-	}
-	u := resp.User
-	return request.User{Name: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: u.GetExtra()}, true, nil
+	return request.User{}, false, errors.Join(errs...)
 }
 
 var _ authn.Authenticator = (*delegatedAuthn)(nil)

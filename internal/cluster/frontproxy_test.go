@@ -80,7 +80,7 @@ func TestFrontProxyRemembersItsVerdict(t *testing.T) {
 		extraPrefixes: headerrequest.StaticStringSlice{"X-Remote-Extra-"},
 	})
 	verifications := 0
-	a.verify = func(c *x509.Certificate, o x509.VerifyOptions) ([][]*x509.Certificate, error) {
+	a.certs.verify = func(c *x509.Certificate, o x509.VerifyOptions) ([][]*x509.Certificate, error) {
 		verifications++
 		return c.Verify(o)
 	}
@@ -133,5 +133,32 @@ func TestFrontProxyRemembersItsVerdict(t *testing.T) {
 	current = newTestCA(t, "rotated").pool
 	if _, ok, err := a.AuthenticateRequest(req(proxy)); ok || err == nil {
 		t.Errorf("after the CA rotated away: ok=%v err=%v, want an error", ok, err)
+	}
+}
+
+// TestClientCertificateVerdictIsRemembered: a client of the cluster's CA
+// talking to Leasehold directly is kube's x509 user (common name, the
+// certificate's hash as credential-id), verified once for its requests.
+func TestClientCertificateVerdictIsRemembered(t *testing.T) {
+	ca := newTestCA(t, "cluster-ca")
+	a := &clientCertAuthn{certs: newCertVerifier(func() (x509.VerifyOptions, bool) {
+		return x509.VerifyOptions{Roots: ca.pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}, true
+	}, 16)}
+	verifications := 0
+	a.certs.verify = func(c *x509.Certificate, o x509.VerifyOptions) ([][]*x509.Certificate, error) {
+		verifications++
+		return c.Verify(o)
+	}
+	cert := ca.client(t, "system:node:n1")
+	for i := range 3 {
+		r, _ := http.NewRequest(http.MethodGet, "https://leasehold/", nil)
+		r.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{cert}}
+		resp, ok, err := a.AuthenticateRequest(r)
+		if err != nil || !ok || resp.User.GetName() != "system:node:n1" || len(resp.User.GetExtra()["authentication.kubernetes.io/credential-id"]) != 1 {
+			t.Fatalf("request %d: %+v ok=%v err=%v", i, resp, ok, err)
+		}
+	}
+	if verifications != 1 {
+		t.Errorf("3 requests verified the certificate %d times, want 1", verifications)
 	}
 }
