@@ -28,10 +28,8 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// clusterModeFlags are serve's flags for running behind a cluster, added
-// by the cluster-mode change in parallel with these manifests. Until serve
-// has them, the args check accepts them by name; once it does, they are
-// checked like every other flag.
+// clusterModeFlags are serve's flags that put it behind a cluster: each
+// names a kubeconfig the manifests' ConfigMap holds.
 var clusterModeFlags = []string{"authentication-kubeconfig", "authorization-kubeconfig"}
 
 // manifests is every object under deploy/, by kind.
@@ -318,7 +316,7 @@ func checkServeArgs(t *testing.T, args []string) map[string]string {
 			t.Errorf("arg %q: want --flag=value", a)
 			continue
 		}
-		if serve.Lookup(name) == nil && !slices.Contains(clusterModeFlags, name) {
+		if serve.Lookup(name) == nil {
 			t.Errorf("serve has no flag --%s", name)
 		}
 		flags[name] = value

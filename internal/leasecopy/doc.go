@@ -13,8 +13,10 @@
 //     created one gets the source's uid and creationTimestamp in etcd (the
 //     API assigns its own).
 //   - A lease is written only when its content differs from the target's,
-//     so a copy of equal content costs one read and no write (no new
-//     resourceVersion, no watch event on the target).
+//     so a copy of equal content costs at most one read and no write (no
+//     new resourceVersion, no watch event on the target). The target's
+//     copy as last read or written is remembered per lease, so a mirrored
+//     renewal usually costs one conditional write and no read.
 //   - A target whose copy is newer than the source's (more transitions, or
 //     as many and a later renew or acquire time) is left alone: a writer
 //     that reached the target directly (a kubelet already switched over, a

@@ -47,7 +47,7 @@ const maxRetries = 5
 const maxBackoff = 5 * time.Second
 
 // Run copies as cfg says and returns the counts (nil when it could not
-// start: the source or target did not answer). It ends when the first
+// start: the source did not answer). It ends when the first
 // pass is done (without Follow) or when ctx ends (with Follow; a SIGTERM
 // is the normal end of a mirror, not an error). The error is non-nil when
 // the source could not be read at all or when any lease could not be

@@ -18,6 +18,9 @@ const FieldManager = "leasehold-leases-copy"
 // apiTarget writes through a Kubernetes API (Leasehold's or a cluster's).
 type apiTarget struct {
 	client kubernetes.Interface
+	// seen is the target's object per lease as last read or written,
+	// without managedFields (an update without them keeps the server's).
+	seen lastSeen[*coordinationv1.Lease]
 }
 
 // NewAPITarget returns a target that writes leases through client.
@@ -25,60 +28,85 @@ func NewAPITarget(client kubernetes.Interface) Target { return &apiTarget{client
 
 func (t *apiTarget) Put(ctx context.Context, src *coordinationv1.Lease) (Outcome, error) {
 	leases := t.client.CoordinationV1().Leases(src.Namespace)
+	key := src.Namespace + "/" + src.Name
+	cur, known := t.seen.get(key)
 	for range casAttempts {
-		cur, err := leases.Get(ctx, src.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			created, err := t.create(ctx, src)
-			if apierrors.IsAlreadyExists(err) {
-				continue // created meanwhile: compare with that one
+		if !known {
+			got, err := leases.Get(ctx, src.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				created, err := t.create(ctx, src)
+				if apierrors.IsAlreadyExists(err) {
+					continue // created meanwhile: compare with that one
+				}
+				if err != nil {
+					return 0, err
+				}
+				t.remember(key, created)
+				return Created, nil
 			}
-			return created, err
-		}
-		if err != nil {
-			return 0, kubectlError("reading the target's lease", err)
+			if err != nil {
+				t.seen.forget(key)
+				return 0, kubectlError("reading the target's lease", err)
+			}
+			cur, known = got, true
 		}
 		if sameContent(cur, src) {
+			t.remember(key, cur)
 			return Unchanged, nil
 		}
 		if targetNewer(cur, src) {
+			t.remember(key, cur)
 			return TargetNewer, nil
 		}
-		// The update carries cur's resourceVersion: a write since the Get
-		// is a 409, and the next round compares with it.
-		_, err = leases.Update(ctx, withContent(cur, src), metav1.UpdateOptions{FieldManager: FieldManager})
-		if apierrors.IsConflict(err) {
+		// The update carries cur's resourceVersion: a write since cur was
+		// read (or written) is a 409, and the next round reads and
+		// compares again; a 404 means it was deleted, and the next round
+		// creates it.
+		updated, err := leases.Update(ctx, withContent(cur, src), metav1.UpdateOptions{FieldManager: FieldManager})
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			known = false
 			continue
 		}
 		if err != nil {
+			t.seen.forget(key)
 			return 0, kubectlError("updating the target's lease", err)
 		}
+		t.remember(key, updated)
 		return Updated, nil
 	}
+	t.seen.forget(key)
 	return 0, errConflictsPersist
+}
+
+// remember keeps l, the target's current object, for the next Put.
+func (t *apiTarget) remember(key string, l *coordinationv1.Lease) {
+	l = l.DeepCopy()
+	l.ManagedFields = nil
+	t.seen.put(key, l)
 }
 
 // create creates src's copy. A namespace the target does not have is
 // created first (a standalone Leasehold has only the system namespaces);
 // a target that cannot create namespaces (Leasehold behind a cluster takes
 // them from the cluster) reports the lease's own error.
-func (t *apiTarget) create(ctx context.Context, src *coordinationv1.Lease) (Outcome, error) {
+func (t *apiTarget) create(ctx context.Context, src *coordinationv1.Lease) (*coordinationv1.Lease, error) {
 	fresh := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: src.Name, Namespace: src.Namespace}}
 	leases := t.client.CoordinationV1().Leases(src.Namespace)
 	opts := metav1.CreateOptions{FieldManager: FieldManager}
-	_, err := leases.Create(ctx, withContent(fresh, src), opts)
+	created, err := leases.Create(ctx, withContent(fresh, src), opts)
 	if isNamespaceNotFound(err) {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: src.Namespace}}
 		if _, nsErr := t.client.CoreV1().Namespaces().Create(ctx, ns, opts); nsErr == nil || apierrors.IsAlreadyExists(nsErr) {
-			_, err = leases.Create(ctx, withContent(fresh, src), opts)
+			created, err = leases.Create(ctx, withContent(fresh, src), opts)
 		}
 	}
 	if err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			return 0, err
+			return nil, err
 		}
-		return 0, kubectlError("creating the target's lease", err)
+		return nil, kubectlError("creating the target's lease", err)
 	}
-	return Created, nil
+	return created, nil
 }
 
 // isNamespaceNotFound reports whether err is the 404 of a create into a
@@ -93,6 +121,7 @@ func isNamespaceNotFound(err error) bool {
 }
 
 func (t *apiTarget) Delete(ctx context.Context, namespace, name string) (Outcome, error) {
+	t.seen.forget(namespace + "/" + name)
 	err := t.client.CoordinationV1().Leases(namespace).Delete(ctx, name, metav1.DeleteOptions{})
 	switch {
 	case apierrors.IsNotFound(err):

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -40,6 +41,14 @@ type etcdTarget struct {
 	prefix string
 	enc    runtime.Encoder
 	dec    runtime.Decoder
+	seen   lastSeen[stored]
+}
+
+// stored is a lease as etcd holds it: its mod revision (0: no such key)
+// and its object.
+type stored struct {
+	modRevision int64
+	lease       *coordinationv1.Lease
 }
 
 // encryptedPrefix starts a value kube-apiserver encrypted at rest; the copy
@@ -103,64 +112,94 @@ func (t *etcdTarget) key(namespace, name string) string {
 
 func (t *etcdTarget) Put(ctx context.Context, src *coordinationv1.Lease) (Outcome, error) {
 	key := t.key(src.Namespace, src.Name)
+	cur, known := t.seen.get(key)
 	for range casAttempts {
-		resp, err := t.client.Get(ctx, key)
-		if err != nil {
-			return 0, fmt.Errorf("reading %s in etcd: %w", key, err)
-		}
-		if len(resp.Kvs) == 0 {
-			// A new object keeps the source's identity, as a restore would.
-			fresh := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
-				Name: src.Name, Namespace: src.Namespace, UID: src.UID, CreationTimestamp: src.CreationTimestamp,
-			}}
-			ok, err := t.write(ctx, key, withContent(fresh, src), clientv3.Compare(clientv3.CreateRevision(key), "=", 0))
+		if !known {
+			resp, err := t.client.Get(ctx, key)
 			if err != nil {
+				t.seen.forget(key)
+				return 0, fmt.Errorf("reading %s in etcd: %w", key, err)
+			}
+			if cur, err = t.decodeKVs(key, resp.Kvs); err != nil {
+				t.seen.forget(key)
 				return 0, err
 			}
-			if ok {
-				return Created, nil
+			known = true
+		}
+		var (
+			obj     *coordinationv1.Lease
+			cond    clientv3.Cmp
+			outcome Outcome
+		)
+		if cur.modRevision == 0 {
+			// A new object keeps the source's identity, as a restore would.
+			obj = withContent(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
+				Name: src.Name, Namespace: src.Namespace, UID: src.UID, CreationTimestamp: src.CreationTimestamp,
+			}}, src)
+			cond, outcome = clientv3.Compare(clientv3.CreateRevision(key), "=", 0), Created
+		} else {
+			if sameContent(cur.lease, src) {
+				t.seen.put(key, cur)
+				return Unchanged, nil
 			}
-			continue
+			if targetNewer(cur.lease, src) {
+				t.seen.put(key, cur)
+				return TargetNewer, nil
+			}
+			// Only over the revision compared: a writer in between
+			// (kube-apiserver, another copy) makes the next round
+			// compare with its content instead of being overwritten.
+			obj = withContent(cur.lease, src)
+			cond, outcome = clientv3.Compare(clientv3.ModRevision(key), "=", cur.modRevision), Updated
 		}
-		kv := resp.Kvs[0]
-		cur, err := t.decode(key, kv.Value)
+		resp, err := t.write(ctx, key, obj, cond)
 		if err != nil {
+			t.seen.forget(key)
 			return 0, err
 		}
-		if sameContent(cur, src) {
-			return Unchanged, nil
+		if resp.Succeeded {
+			// The transaction's revision is the key's new mod revision.
+			t.seen.put(key, stored{modRevision: resp.Header.Revision, lease: obj})
+			return outcome, nil
 		}
-		if targetNewer(cur, src) {
-			return TargetNewer, nil
-		}
-		// Only over the revision just compared: a writer in between
-		// (kube-apiserver, another copy) makes the next round compare
-		// with its content instead of being overwritten.
-		ok, err := t.write(ctx, key, withContent(cur, src), clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision))
-		if err != nil {
+		// Lost to another writer: the transaction's else branch read what
+		// it wrote, so the next round compares with that without
+		// another round trip.
+		if cur, err = t.decodeKVs(key, resp.Responses[0].GetResponseRange().Kvs); err != nil {
+			t.seen.forget(key)
 			return 0, err
-		}
-		if ok {
-			return Updated, nil
 		}
 	}
+	t.seen.forget(key)
 	return 0, errConflictsPersist
 }
 
-// write puts obj at key if cond holds, and reports whether it did.
-func (t *etcdTarget) write(ctx context.Context, key string, obj *coordinationv1.Lease, cond clientv3.Cmp) (bool, error) {
+// decodeKVs decodes the key-values a read of key returned.
+func (t *etcdTarget) decodeKVs(key string, kvs []*mvccpb.KeyValue) (stored, error) {
+	if len(kvs) == 0 {
+		return stored{}, nil
+	}
+	l, err := t.decode(key, kvs[0].Value)
+	if err != nil {
+		return stored{}, err
+	}
+	return stored{modRevision: kvs[0].ModRevision, lease: l}, nil
+}
+
+// write puts obj at key if cond holds, and reads key otherwise.
+func (t *etcdTarget) write(ctx context.Context, key string, obj *coordinationv1.Lease, cond clientv3.Cmp) (*clientv3.TxnResponse, error) {
 	obj.ResourceVersion = "" // kube-apiserver never stores it
 	obj.ManagedFields = nil  // the source's writers are not the target's
 	obj.SetGroupVersionKind(coordinationv1.SchemeGroupVersion.WithKind("Lease"))
 	var buf bytes.Buffer
 	if err := t.enc.Encode(obj, &buf); err != nil {
-		return false, fmt.Errorf("encoding %s: %w", key, err)
+		return nil, fmt.Errorf("encoding %s: %w", key, err)
 	}
-	resp, err := t.client.Txn(ctx).If(cond).Then(clientv3.OpPut(key, buf.String())).Commit()
+	resp, err := t.client.Txn(ctx).If(cond).Then(clientv3.OpPut(key, buf.String())).Else(clientv3.OpGet(key)).Commit()
 	if err != nil {
-		return false, fmt.Errorf("writing %s in etcd: %w", key, err)
+		return nil, fmt.Errorf("writing %s in etcd: %w", key, err)
 	}
-	return resp.Succeeded, nil
+	return resp, nil
 }
 
 func (t *etcdTarget) decode(key string, value []byte) (*coordinationv1.Lease, error) {
@@ -176,6 +215,7 @@ func (t *etcdTarget) decode(key string, value []byte) (*coordinationv1.Lease, er
 
 func (t *etcdTarget) Delete(ctx context.Context, namespace, name string) (Outcome, error) {
 	key := t.key(namespace, name)
+	t.seen.forget(key)
 	resp, err := t.client.Delete(ctx, key)
 	if err != nil {
 		return 0, fmt.Errorf("deleting %s in etcd: %w", key, err)

@@ -133,3 +133,59 @@ func watchRenewTimes(t *testing.T, etcd *clientv3.Client, key string) func() []t
 		return times
 	}
 }
+
+// TestAPICopyNeverGoesBackwards is TestEtcdCopyNeverGoesBackwards with an
+// API target: a writer renewing the target's lease directly, against a
+// --follow copy carrying the source's renewals, and every version the
+// target's watch shows is at least as new as the one before.
+func TestAPICopyNeverGoesBackwards(t *testing.T) {
+	src, dst := startPair(t)
+	create(t, src.Client, fullLease("team-a", "contested", time.Now().Truncate(time.Microsecond)))
+	follow := startProc(t, "leases copy --follow", binary, "leases", "copy", "--follow", "--for", "2m", "-n", "team-a",
+		"--from-kubeconfig", src.Kubeconfig, "--to-kubeconfig", dst.Kubeconfig)
+	follow.waitLine("following the source's leases", time.Minute)
+	start := get(t, dst.Client, "team-a", "contested")
+	w, err := dst.Client.CoordinationV1().Leases("team-a").Watch(ctxFor(t, time.Minute), metav1.ListOptions{
+		FieldSelector: "metadata.name=contested", ResourceVersion: start.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var times []time.Time
+	collected := make(chan struct{})
+	// Owned by this test: it ends when the watch is stopped below.
+	go func() {
+		defer close(collected)
+		for ev := range w.ResultChan() {
+			if l, ok := ev.Object.(*coordinationv1.Lease); ok && l.Spec.RenewTime != nil {
+				times = append(times, l.Spec.RenewTime.Time)
+			}
+		}
+	}()
+
+	ctx := ctxFor(t, time.Minute)
+	const rounds = 150
+	var wg sync.WaitGroup
+	for _, c := range []struct {
+		name string
+		c    kubernetes.Interface
+	}{{"source", src.Client}, {"direct", dst.Client}} {
+		wg.Go(func() { renewNow(ctx, t, c.c, c.name, rounds) })
+	}
+	wg.Wait()
+	time.Sleep(500 * time.Millisecond) // the copy's last writes, then their watch events
+	if code := follow.stop(); code != 0 {
+		t.Fatalf("leases copy --follow exited %d after SIGTERM", code)
+	}
+	w.Stop()
+	<-collected
+	for i := 1; i < len(times); i++ {
+		if times[i].Before(times[i-1]) {
+			t.Fatalf("the target's renew time went backwards at version %d of %d: %v after %v", i, len(times), times[i], times[i-1])
+		}
+	}
+	summary := follow.waitLine("leases copy done", time.Second)
+	if !strings.Contains(summary, "errors 0") {
+		t.Errorf("summary %q: want no errors", summary)
+	}
+	t.Logf("%d versions on the target, never older than the one before; %s", len(times), summary)
+}
