@@ -70,6 +70,40 @@ func TestLeaseholdBehindACluster(t *testing.T) {
 		}
 	})
 
+	t.Run("Leasehold publishes no identity and answers health anonymously", func(t *testing.T) {
+		// Its own identity lease, named as kube-apiserver names one from the
+		// host name, would be the same object as the kube-apiserver's on
+		// the same host: behind a cluster Leasehold runs no controllers.
+		// (kube-apiserver re-creates its own in Leasehold at its next
+		// renewal after the route, within 10 s.)
+		eventually(t, 30*time.Second, "kube-apiserver's identity lease, alone", func() error {
+			l, err := b.direct.CoordinationV1().Leases("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "apiserver.kubernetes.io/identity"})
+			if err != nil {
+				return err
+			}
+			if len(l.Items) != 1 || !strings.HasPrefix(*l.Items[0].Spec.HolderIdentity, l.Items[0].Name+"_") {
+				return fmt.Errorf("identity leases %+v", l.Items)
+			}
+			return nil
+		})
+		for _, name := range []string{"leasehold-controller-manager", "leader-election-controller"} {
+			if _, err := b.direct.CoordinationV1().Leases("kube-system").Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Errorf("lease kube-system/%s exists (err %v): Leasehold elects its own controllers behind a cluster", name, err)
+			}
+		}
+		anon := b.kc.RESTConfig(t, b.leaseholdKubeconfigFor(t, b.kc.UserKubeconfig(t, "nobody")))
+		anon.CertData, anon.KeyData, anon.CertFile, anon.KeyFile = nil, nil, "", ""
+		c, err := kubernetes.NewForConfig(anon)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range []string{"/readyz", "/livez", "/healthz"} {
+			if out, err := c.Discovery().RESTClient().Get().AbsPath(path).DoRaw(ctx); err != nil || string(out) != "ok" {
+				t.Errorf("anonymous %s straight to Leasehold: %q, %v (a kubelet's probe)", path, out, err)
+			}
+		}
+	})
+
 	t.Run("kubectl through kube-apiserver", func(t *testing.T) { kubectlThroughCluster(t, b) })
 
 	t.Run("wire details of the cluster's clients", func(t *testing.T) { wireDetails(t, b) })
