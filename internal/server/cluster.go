@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/leasehold/leasehold/internal/admission"
 	"github.com/leasehold/leasehold/internal/admission/namespacelifecycle"
@@ -13,9 +12,6 @@ import (
 	"github.com/leasehold/leasehold/internal/authz/chain"
 	"github.com/leasehold/leasehold/internal/authz/rbac"
 	"github.com/leasehold/leasehold/internal/cluster"
-	"github.com/leasehold/leasehold/internal/registry"
-	"github.com/leasehold/leasehold/internal/registry/lease"
-	"github.com/leasehold/leasehold/internal/registry/leasecandidate"
 	nsregistry "github.com/leasehold/leasehold/internal/registry/namespace"
 )
 
@@ -26,12 +22,6 @@ import (
 // namespaces) through its API, as it would with leases in etcd. So in this
 // mode serve stores only what the APIServices route to it, runs none of its
 // own controllers, and creates no system namespaces or bootstrap policy.
-
-// ClusterResources is what serve exposes behind a cluster: the versions of
-// coordination.k8s.io an APIService may route to it.
-func ClusterResources(now func() time.Time) *registry.Set {
-	return registry.NewSet(lease.Resource(now), leasecandidate.Resource(now))
-}
 
 // newClusterAuthorization is the authorization behind a cluster:
 // system:masters, then --authorization-mode's Node and RBAC over the

@@ -28,6 +28,7 @@ import (
 	"github.com/leasehold/leasehold/internal/openapi"
 	"github.com/leasehold/leasehold/internal/registry"
 	nsregistry "github.com/leasehold/leasehold/internal/registry/namespace"
+	"github.com/leasehold/leasehold/internal/served"
 	"github.com/leasehold/leasehold/internal/watchcache"
 )
 
@@ -58,7 +59,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}()
 
-	scheme, err := registry.NewScheme()
+	scheme, err := served.NewScheme()
 	if err != nil {
 		return err
 	}
@@ -72,9 +73,9 @@ func Run(ctx context.Context, cfg Config) error {
 	// which answer with the authorizer and store nothing, join them in the
 	// set the API serves once the authorizer (which reads RBAC objects from
 	// the cache) exists.
-	stored := Resources(time.Now)
+	stored := served.Stored(time.Now)
 	if cl != nil {
-		stored = ClusterResources(time.Now)
+		stored = served.Cluster(time.Now)
 	}
 	apiMetrics := apiserver.NewMetrics(reg)
 	// One intern table for the cache's decoder and the API server, which
@@ -104,7 +105,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// Behind a cluster the access reviews are the cluster's to answer.
 	resources := stored
 	if cl == nil {
-		resources = servedResources(stored, authorizer.Chain)
+		resources = served.WithReviews(stored, authorizer.Authorizer, authorizer.Rules)
 	}
 	oa, err := openapi.New(resources, discovery.DefaultVersionInfo().GitVersion)
 	if err != nil {

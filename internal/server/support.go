@@ -7,50 +7,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/leasehold/leasehold/internal/authz/chain"
-	"github.com/leasehold/leasehold/internal/registry"
-	"github.com/leasehold/leasehold/internal/registry/authorization"
-	"github.com/leasehold/leasehold/internal/registry/configmap"
-	"github.com/leasehold/leasehold/internal/registry/event"
-	"github.com/leasehold/leasehold/internal/registry/lease"
-	"github.com/leasehold/leasehold/internal/registry/leasecandidate"
-	"github.com/leasehold/leasehold/internal/registry/namespace"
-	"github.com/leasehold/leasehold/internal/registry/node"
-	"github.com/leasehold/leasehold/internal/registry/pod"
-	"github.com/leasehold/leasehold/internal/registry/rbac"
 )
 
 type tlsConfigT = *tls.Config
-
-// Resources is the set of resources `serve` exposes.
-func Resources(now func() time.Time) *registry.Set {
-	core := []*registry.Resource{
-		namespace.Resource(now),
-		lease.Resource(now),
-		node.Resource(now),
-		event.Resource(now),
-		leasecandidate.Resource(now),
-		pod.Resource(now),
-		configmap.Resource(now),
-	}
-	return registry.NewSet(append(core, securityResources(now)...)...)
-}
-
-// securityResources are the RBAC API. The access reviews join them in
-// servedResources once the server's authorizer is built, since they answer
-// with it.
-func securityResources(now func() time.Time) []*registry.Resource {
-	return rbac.Resources(now)
-}
-
-// servedResources is every resource the API serves: the stored ones and
-// the access reviews (SelfSubjectAccessReview, SelfSubjectRulesReview,
-// SubjectAccessReview, LocalSubjectAccessReview, SelfSubjectReview), which
-// answer with the server's authorization chain.
-func servedResources(stored *registry.Set, c chain.Chain) *registry.Set {
-	return registry.NewSet(append(stored.All(), authorization.Resources(c.Authorizer, c.Rules)...)...)
-}
 
 // readiness backs /readyz: ready between start of serving and shutdown,
 // while every check holds (storehealth.go).
