@@ -1,6 +1,10 @@
 package server
 
 import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/leasehold/leasehold/internal/bootstrappolicy"
 	"github.com/leasehold/leasehold/internal/controller"
 	"github.com/leasehold/leasehold/internal/controller/apiserveridentity"
@@ -80,4 +84,15 @@ func controllers(cc controller.Context, clients *controllerClients, cfg Config, 
 		runners = append(runners, b.new(c))
 	}
 	return runners, nil
+}
+
+// newMonitorPassMetric is the node lifecycle controller's pass duration.
+func newMonitorPassMetric(reg prometheus.Registerer) func(time.Duration, int) {
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "leasehold_nodelifecycle_monitor_pass_duration_seconds",
+		Help:    "Duration of one node lifecycle monitor pass over every node.",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
+	})
+	reg.MustRegister(h)
+	return func(d time.Duration, _ int) { h.Observe(d.Seconds()) }
 }
