@@ -37,6 +37,14 @@ func newAuditor(c AuditConfig, scheme *runtime.Scheme, reg prometheus.Registerer
 	return a, backend, nil
 }
 
+// closeAuditLog closes the audit log, which Run does after the HTTP server
+// drained and the backend's Run wrote what it buffered.
+func closeAuditLog(l *logbackend.Backend, log *slog.Logger) {
+	if err := l.Close(); err != nil {
+		log.Error("closing audit log", "err", err)
+	}
+}
+
 func loadAuditPolicy(path string, log *slog.Logger) (*audit.Policy, error) {
 	if path == "" {
 		return audit.DefaultPolicy()

@@ -1,10 +1,15 @@
 package server
 
 import (
+	"context"
+	"fmt"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/kubernetes"
 
+	"github.com/leasehold/leasehold/internal/apiserver"
 	"github.com/leasehold/leasehold/internal/bootstrappolicy"
 	"github.com/leasehold/leasehold/internal/controller"
 	"github.com/leasehold/leasehold/internal/controller/apiserveridentity"
@@ -15,7 +20,39 @@ import (
 	"github.com/leasehold/leasehold/internal/controller/leasecandidategc"
 	"github.com/leasehold/leasehold/internal/controller/namespaces"
 	"github.com/leasehold/leasehold/internal/controller/nodelifecycle"
+	"github.com/leasehold/leasehold/internal/controller/rbacbootstrap"
+	nsregistry "github.com/leasehold/leasehold/internal/registry/namespace"
+	"github.com/leasehold/leasehold/internal/request"
 )
+
+// startStandalone does what serve does in a world of its own: the server
+// itself (system:apiserver in system:masters) creates the system namespaces
+// and the bootstrap RBAC policy before it serves, and starts the
+// controllers a cluster would run, each under its own service account, on
+// the background work (bg). The elected ones stop as soon as ctx ends
+// (startControllers).
+func startStandalone(ctx context.Context, bg *background, cfg Config, api *apiserver.Server, objs *objectLayer, probe *storeProbe, reg prometheus.Registerer) error {
+	log := cfg.Logger
+	loopback, err := kubernetes.NewForConfig(api.ServerLoopbackConfig())
+	if err != nil {
+		return fmt.Errorf("loopback client: %w", err)
+	}
+	if err := namespaces.Ensure(ctx, loopback, nsregistry.System); err != nil {
+		return err
+	}
+	if err := rbacbootstrap.Ensure(ctx, loopback); err != nil {
+		return fmt.Errorf("bootstrap RBAC policy: %w", err)
+	}
+	bg.run(func(ctx context.Context) {
+		namespaces.Run(ctx, loopback, nsregistry.System, namespaces.Interval, log.With("controller", "namespaces"))
+	})
+	cfg.NodeLifecycle.StoreStatus = probe.nodeLifecycleStatus
+	if cfg.NodeLifecycle.OnMonitorPass == nil {
+		cfg.NodeLifecycle.OnMonitorPass = newMonitorPassMetric(reg)
+	}
+	cc := controller.Context{Cache: objs.cache, Client: loopback, Resources: objs.stored, Logger: log, Now: time.Now}
+	return startControllers(ctx, bg.ctx, &bg.wg, cc, newControllerClients(api), api, cfg)
+}
 
 // controllerGroup says where a controller runs among several replicas.
 type controllerGroup int
@@ -95,4 +132,43 @@ func newMonitorPassMetric(reg prometheus.Registerer) func(time.Duration, int) {
 	})
 	reg.MustRegister(h)
 	return func(d time.Duration, _ int) { h.Observe(d.Seconds()) }
+}
+
+// controllerClients hands each in-process controller a loopback client
+// that acts as the controller's own service account
+// (system:serviceaccount:kube-system:<name>), authorized by its bootstrap
+// ClusterRoleBinding system:controller:<name> like any other caller, so the
+// audit trail names who did what.
+type controllerClients struct {
+	api    *apiserver.Server
+	mu     sync.Mutex
+	byName map[string]kubernetes.Interface
+}
+
+func newControllerClients(api *apiserver.Server) *controllerClients {
+	return &controllerClients{api: api, byName: map[string]kubernetes.Interface{}}
+}
+
+// For returns the client of the controller whose service account is name.
+func (c *controllerClients) For(name string) (kubernetes.Interface, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cl, ok := c.byName[name]; ok {
+		return cl, nil
+	}
+	cl, err := kubernetes.NewForConfig(c.api.LoopbackConfig(controllerUser(name)))
+	if err != nil {
+		return nil, fmt.Errorf("loopback client for %s: %w", name, err)
+	}
+	c.byName[name] = cl
+	return cl, nil
+}
+
+// controllerUser is a kube-system service account's identity, with the
+// groups kube-apiserver gives service accounts.
+func controllerUser(name string) request.User {
+	return request.User{
+		Name:   bootstrappolicy.ControllerUser(name),
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", request.AllAuthenticated},
+	}
 }

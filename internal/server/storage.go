@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"time"
 
@@ -51,6 +52,13 @@ func openStorage(ctx context.Context, cfg Config, metrics *storageMetrics) (stor
 		return nil, fmt.Errorf("opening storage: %w", err)
 	}
 	return s, nil
+}
+
+// closeStorage closes the store, which Run does last.
+func closeStorage(store storage.Interface, log *slog.Logger) {
+	if err := store.Close(); err != nil {
+		log.Error("closing storage", "err", err)
+	}
 }
 
 // storageMetrics are the embedded store's commit figures.
