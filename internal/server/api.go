@@ -20,14 +20,6 @@ import (
 	"github.com/leasehold/leasehold/internal/storage"
 )
 
-// newMetricsRegistry is the registry /metrics serves, with the Go runtime's
-// and the process's collectors.
-func newMetricsRegistry() *prometheus.Registry {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return reg
-}
-
 // apiParts is the API as built, and what the later steps need of it.
 type apiParts struct {
 	server *apiserver.Server
@@ -107,4 +99,12 @@ func nonResource(resources *registry.Set, oa *openapi.OpenAPI, reg *prometheus.R
 	// system:masters (internal/snapshot.Handler).
 	mux.Handle(snapshot.Path, snapshot.Handler(store, log.With("component", "snapshot")))
 	return mux, registerHealth(mux, probe)
+}
+
+// newMetricsRegistry is the registry /metrics serves, with the Go runtime's
+// and the process's collectors.
+func newMetricsRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
 }

@@ -1,8 +1,3 @@
-// Package server assembles `leasehold serve`: storage, watch cache, the API
-// request path, discovery, OpenAPI, metrics, TLS and the controllers, and
-// owns their lifetimes. Run returns only after every goroutine it started
-// has stopped and the store is closed, so an acknowledged write is on disk
-// when the process exits.
 package server
 
 import (
@@ -21,7 +16,9 @@ import (
 	"github.com/leasehold/leasehold/internal/controller/nodelifecycle"
 )
 
-// Config is what `leasehold serve` is told by its flags.
+// Config is what `leasehold serve` is told by its flags. The flag structs
+// it holds are in this file (AuditConfig, TrustConfig, ReplicaConfig) or,
+// owned by another package, named at their field.
 type Config struct {
 	DataDir       string
 	BindAddress   string
@@ -88,7 +85,7 @@ type Config struct {
 	RequestTimeout time.Duration
 	// Cluster, when its AuthenticationKubeconfig is set, runs serve behind a
 	// real cluster as the aggregated server of coordination.k8s.io
-	// (cluster.go).
+	// (the mode: cluster.go; its flags: internal/cluster).
 	Cluster cluster.Config
 	// Ready, if set, receives the listening address and kubeconfig path once serving.
 	Ready func(addr, kubeconfig string)

@@ -8,10 +8,10 @@ import (
 
 // Run serves until ctx ends, then shuts down gracefully: it stops accepting,
 // ends watches, lets in-flight requests finish, stops the controllers and the
-// cache, and closes the store. Each step is a function of its own file:
-// storage.go, objects.go, access.go, api.go, background.go, controllers.go,
-// listen.go and shutdown.go; what each step starts, the step that follows
-// it in Run stops.
+// cache, and closes the store. Each step is a function of its own file (see
+// the package doc). Every goroutine a step starts belongs to the background
+// work (bg) or to the serving (s); Run stops both, and closes the audit log
+// and the store, before it returns.
 func Run(ctx context.Context, cfg Config) error {
 	cfg.defaults()
 	log := cfg.Logger
