@@ -35,27 +35,18 @@ func listed(t *testing.T) map[schema.GroupVersion][]string {
 	t.Helper()
 	out := map[schema.GroupVersion][]string{}
 	for _, gv := range served.List {
-		var names []string
-		if gv.Stored != nil {
-			for _, r := range gv.Stored(time.Now) {
-				names = append(names, r.Resource)
-			}
-		}
-		if gv.Reviews != nil {
-			for _, r := range gv.Reviews(authz.AlwaysAllow{}, authz.AlwaysAllow{}) {
-				names = append(names, r.Resource)
-			}
-		}
 		if _, dup := out[gv.GroupVersion]; dup {
 			t.Errorf("%s is listed twice", gv.GroupVersion)
 		}
-		if len(names) == 0 {
-			t.Errorf("%s lists no resource", gv.GroupVersion)
-		}
-		for _, r := range append(safe(gv.Stored), reviews(gv)...) {
+		var names []string
+		for _, r := range append(storedOf(gv), reviewsOf(gv)...) {
 			if r.GroupVersion != gv.GroupVersion {
 				t.Errorf("%s lists %s of %s", gv.GroupVersion, r.Resource, r.GroupVersion)
 			}
+			names = append(names, r.Resource)
+		}
+		if len(names) == 0 {
+			t.Errorf("%s lists no resource", gv.GroupVersion)
 		}
 		sort.Strings(names)
 		out[gv.GroupVersion] = names
@@ -63,14 +54,14 @@ func listed(t *testing.T) map[schema.GroupVersion][]string {
 	return out
 }
 
-func safe(stored func(func() time.Time) []*registry.Resource) []*registry.Resource {
-	if stored == nil {
+func storedOf(gv served.GroupVersion) []*registry.Resource {
+	if gv.Stored == nil {
 		return nil
 	}
-	return stored(time.Now)
+	return gv.Stored(time.Now)
 }
 
-func reviews(gv served.GroupVersion) []*registry.Resource {
+func reviewsOf(gv served.GroupVersion) []*registry.Resource {
 	if gv.Reviews == nil {
 		return nil
 	}
@@ -80,7 +71,9 @@ func reviews(gv served.GroupVersion) []*registry.Resource {
 // TestListAgrees checks that the scheme, discovery, the OpenAPI documents
 // and the generated OpenAPI definitions all hold exactly what served.List
 // lists: every listed resource is in each, and none of them holds a group
-// version, a resource or a definitions package that the list does not.
+// version, a resource or a definitions package that the list does not. It
+// also checks that every stored resource has its table and every review
+// answers.
 func TestListAgrees(t *testing.T) {
 	want := listed(t)
 	all := everything()
@@ -88,6 +81,24 @@ func TestListAgrees(t *testing.T) {
 	for _, gv := range served.List {
 		openAPIOf[gv.GroupVersion] = gv.OpenAPI
 	}
+
+	t.Run("tables and reviews", func(t *testing.T) {
+		for _, gv := range served.List {
+			for _, r := range storedOf(gv) {
+				if len(r.TableColumns) == 0 || r.TableRow == nil {
+					t.Errorf("%s has no table for kubectl get", r.GroupVersionResource())
+				}
+				if r.Review != nil {
+					t.Errorf("%s is listed as stored but is a review", r.GroupVersionResource())
+				}
+			}
+			for _, r := range reviewsOf(gv) {
+				if r.Review == nil {
+					t.Errorf("%s is listed as a review but answers none", r.GroupVersionResource())
+				}
+			}
+		}
+	})
 
 	t.Run("scheme", func(t *testing.T) {
 		scheme, err := served.NewScheme()
