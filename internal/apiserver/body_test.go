@@ -21,6 +21,7 @@ import (
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/registry/lease"
 	"github.com/leasehold/leasehold/internal/registry/node"
+	"github.com/leasehold/leasehold/internal/served"
 )
 
 func TestReadBodyAgainstContentLength(t *testing.T) {
@@ -69,7 +70,7 @@ func TestReadBodyAgainstContentLength(t *testing.T) {
 func TestDecodedObjectsShareNothingWithTheBody(t *testing.T) {
 	leases, nodes := lease.Resource(time.Now), node.Resource(time.Now)
 	set := registry.NewSet(leases, nodes)
-	scheme, err := registry.NewScheme()
+	scheme, err := served.NewScheme()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/utils/ptr"
 
-	"github.com/leasehold/leasehold/internal/registry"
+	"github.com/leasehold/leasehold/internal/served"
 )
 
 var (
@@ -25,7 +25,7 @@ var (
 
 func envelopeSerializer(t testing.TB) *protobuf.Serializer {
 	t.Helper()
-	scheme, err := registry.NewScheme()
+	scheme, err := served.NewScheme()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,10 +29,9 @@ import (
 	"github.com/leasehold/leasehold/internal/discovery"
 	"github.com/leasehold/leasehold/internal/intern"
 	"github.com/leasehold/leasehold/internal/openapi"
-	"github.com/leasehold/leasehold/internal/registry"
 	nsregistry "github.com/leasehold/leasehold/internal/registry/namespace"
 	"github.com/leasehold/leasehold/internal/request"
-	"github.com/leasehold/leasehold/internal/server"
+	"github.com/leasehold/leasehold/internal/served"
 	"github.com/leasehold/leasehold/internal/storage/embedded"
 	"github.com/leasehold/leasehold/internal/watchcache"
 )
@@ -70,11 +69,11 @@ func newFuzzServer(tb testing.TB) *fuzzServer {
 	if err != nil {
 		tb.Fatalf("opening store: %v", err)
 	}
-	scheme, err := registry.NewScheme()
+	scheme, err := served.NewScheme()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	resources := server.Resources(time.Now)
+	resources := served.Stored(time.Now)
 	oa, err := openapi.New(resources, discovery.DefaultVersionInfo().GitVersion)
 	if err != nil {
 		tb.Fatalf("openapi: %v", err)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/apiserver"
 	"github.com/leasehold/leasehold/internal/intern"
-	"github.com/leasehold/leasehold/internal/server"
+	"github.com/leasehold/leasehold/internal/served"
 )
 
 // An update of a lease hands the object it wrote to the watch cache, which
@@ -35,7 +35,7 @@ func TestHandedOffLeaseEncodesAsTheStoredOne(t *testing.T) {
 	createNamespace(t, h.api, "kube-node-lease")
 	l.TypeMeta = metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"}
 	current := renewOnce(t, h.api, pb, "POST", path, l, 201)
-	decode := apiserver.StorageDecoder(h.scheme, server.Resources(time.Now), intern.New())
+	decode := apiserver.StorageDecoder(h.scheme, served.Stored(time.Now), intern.New())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// cached waits until the cache holds the write that answered answer.

@@ -12,6 +12,7 @@ import (
 	"github.com/leasehold/leasehold/internal/openapi"
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/registry/lease"
+	"github.com/leasehold/leasehold/internal/served"
 )
 
 // TestRenewalManagedFieldsMatchesFieldManager drives random lease updates
@@ -20,7 +21,7 @@ import (
 func TestRenewalManagedFieldsMatchesFieldManager(t *testing.T) {
 	res := lease.Resource(time.Now)
 	set := registry.NewSet(res)
-	scheme, err := registry.NewScheme()
+	scheme, err := served.NewScheme()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ import (
 	"github.com/leasehold/leasehold/internal/authz"
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/request"
-	"github.com/leasehold/leasehold/internal/server"
+	"github.com/leasehold/leasehold/internal/served"
 )
 
 // authorizerFunc adapts a function to authz.Authorizer.
@@ -312,7 +312,7 @@ func TestReviewResource(t *testing.T) {
 	}
 	h := newDirectHandler(t, func(c *apiserver.Config) {
 		c.Authenticator = asUser(request.User{Name: "carol", Groups: []string{"dev"}})
-		scheme, err := registry.NewScheme()
+		scheme, err := served.NewScheme()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -320,7 +320,7 @@ func TestReviewResource(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.Scheme = scheme
-		c.Resources = registry.NewSet(append(server.Resources(time.Now).All(), review)...)
+		c.Resources = registry.NewSet(append(served.Stored(time.Now).All(), review)...)
 		c.TypeConverter = nil
 	})
 	path := "/apis/authentication.k8s.io/v1/selfsubjectreviews"

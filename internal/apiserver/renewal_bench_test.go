@@ -24,9 +24,8 @@ import (
 	"github.com/leasehold/leasehold/internal/discovery"
 	"github.com/leasehold/leasehold/internal/intern"
 	"github.com/leasehold/leasehold/internal/openapi"
-	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/request"
-	"github.com/leasehold/leasehold/internal/server"
+	"github.com/leasehold/leasehold/internal/served"
 	"github.com/leasehold/leasehold/internal/storage/embedded"
 	"github.com/leasehold/leasehold/internal/watchcache"
 )
@@ -55,11 +54,11 @@ func newDirectHandler(b testing.TB, opts ...func(*apiserver.Config)) *directHand
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = store.Close() })
-	scheme, err := registry.NewScheme()
+	scheme, err := served.NewScheme()
 	if err != nil {
 		b.Fatal(err)
 	}
-	resources := server.Resources(time.Now)
+	resources := served.Stored(time.Now)
 	oa, err := openapi.New(resources, discovery.DefaultVersionInfo().GitVersion)
 	if err != nil {
 		b.Fatal(err)

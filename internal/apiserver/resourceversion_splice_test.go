@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/utils/ptr"
 
-	"github.com/leasehold/leasehold/internal/registry"
+	"github.com/leasehold/leasehold/internal/served"
 )
 
 // TestWithResourceVersionMatchesSerializer checks the splice against the
@@ -21,7 +21,7 @@ import (
 // and revisions of every digit count, the spliced stored encoding is the
 // encoding of the object with that resourceVersion, byte for byte.
 func TestWithResourceVersionMatchesSerializer(t *testing.T) {
-	scheme, err := registry.NewScheme()
+	scheme, err := served.NewScheme()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,12 +11,12 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/leasehold/leasehold/internal/apiserver"
-	"github.com/leasehold/leasehold/internal/server"
+	"github.com/leasehold/leasehold/internal/served"
 	"github.com/leasehold/leasehold/internal/server/servertest"
 )
 
 func TestSameSelection(t *testing.T) {
-	same := apiserver.SameSelection(server.Resources(time.Now))
+	same := apiserver.SameSelection(served.Stored(time.Now))
 	lease := newLease("l", "a")
 	renewed := lease.DeepCopy()
 	renewed.Spec.RenewTime = &metav1.MicroTime{Time: time.Now().Add(time.Second)}

@@ -13,19 +13,18 @@ import (
 
 	"github.com/leasehold/leasehold/internal/apiserver"
 	"github.com/leasehold/leasehold/internal/intern"
-	"github.com/leasehold/leasehold/internal/registry"
-	"github.com/leasehold/leasehold/internal/server"
+	"github.com/leasehold/leasehold/internal/served"
 )
 
 // TestStorageDecoderSharesRepeatedStrings checks that what the watch cache
 // holds shares the strings its objects repeat (see package intern) and
 // still decodes to the stored values, resourceVersion included.
 func TestStorageDecoderSharesRepeatedStrings(t *testing.T) {
-	scheme, err := registry.NewScheme()
+	scheme, err := served.NewScheme()
 	if err != nil {
 		t.Fatal(err)
 	}
-	decode := apiserver.StorageDecoder(scheme, server.Resources(time.Now), intern.New())
+	decode := apiserver.StorageDecoder(scheme, served.Stored(time.Now), intern.New())
 	enc := protobuf.NewSerializer(scheme, scheme)
 	stored := func(name string) []byte {
 		n := &corev1.Node{

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates zz_generated.openapi.go with the ecosystem generator,
 # k8s.io/kube-openapi/cmd/openapi-gen, at exactly the kube-openapi version
-# pinned in go.mod, over the API packages whose types Leasehold serves.
+# pinned in go.mod, over the API packages whose types Leasehold serves
+# (internal/served).
 # Run from anywhere: `go generate ./internal/openapi` or this script.
 set -euo pipefail
 
@@ -10,23 +11,11 @@ cd "${here}"
 
 version="$(go list -m -f '{{.Version}}' k8s.io/kube-openapi)"
 
-# Input packages: every type reachable from a served resource, the meta
+# Input packages: served.OpenAPIPackages, the one list of what serve
+# exposes (internal/served): every served group version's types, the meta
 # types used in requests and responses, and version.Info for /version.
-pkgs=(
-  k8s.io/api/authentication/v1
-  k8s.io/api/authentication/v1beta1
-  k8s.io/api/authorization/v1
-  k8s.io/api/coordination/v1
-  k8s.io/api/coordination/v1beta1
-  k8s.io/api/core/v1
-  k8s.io/api/events/v1
-  k8s.io/api/rbac/v1
-  k8s.io/apimachinery/pkg/apis/meta/v1
-  k8s.io/apimachinery/pkg/runtime
-  k8s.io/apimachinery/pkg/version
-  k8s.io/apimachinery/pkg/util/intstr
-  k8s.io/apimachinery/pkg/api/resource
-)
+listed="$(go run ../served/openapipackages)"
+mapfile -t pkgs <<<"${listed}"
 readonly_pkgs="$(IFS=,; echo "${pkgs[*]}")"
 
 # The API rule violations report lists upstream naming exceptions in the

@@ -43,7 +43,7 @@ func TestNewFailsWithoutGeneratedDefinition(t *testing.T) {
 	}
 }
 
-// TestKindOutsideScheme serves events.k8s.io/v1, which registry.NewScheme
+// TestKindOutsideScheme serves events.k8s.io/v1, which served.NewScheme
 // does not register: the served resource alone must be enough to tag its
 // definition with its kind, or apply could not find the type.
 func TestKindOutsideScheme(t *testing.T) {

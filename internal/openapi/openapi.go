@@ -16,6 +16,7 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/leasehold/leasehold/internal/registry"
+	"github.com/leasehold/leasehold/internal/served"
 )
 
 // OpenAPI holds the documents built for one registry.Set and the handler
@@ -33,7 +34,7 @@ type OpenAPI struct {
 // version is the server's Kubernetes version (info.version, e.g. "v1.33.0").
 // It fails if a served type has no generated definition.
 func New(resources *registry.Set, version string) (*OpenAPI, error) {
-	scheme, err := registry.NewScheme()
+	scheme, err := served.NewScheme()
 	if err != nil {
 		return nil, fmt.Errorf("openapi: %w", err)
 	}

@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/leasehold/leasehold/internal/registry"
+	"github.com/leasehold/leasehold/internal/served"
 )
 
 func TestTypeConverterRoundTrip(t *testing.T) {
@@ -74,7 +74,7 @@ func TestTypeConverterRoundTrip(t *testing.T) {
 // does.
 func TestApplyCreatesManagedFields(t *testing.T) {
 	o := newTestOpenAPI(t)
-	scheme, err := registry.NewScheme()
+	scheme, err := served.NewScheme()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@
 //
 // Invariants: descriptors are immutable after construction, the per-resource
 // functions are pure (no I/O), and every Resource's New/NewList return the
-// versioned k8s.io/api types registered in the scheme from NewScheme, so the
+// versioned k8s.io/api types registered in the scheme from served.NewScheme, so the
 // apimachinery codecs can encode them in JSON, YAML and protobuf.
 package registry
 
@@ -195,7 +195,7 @@ func (r *Resource) NamespaceAndNameFromKey(key string) (namespace, name string, 
 // Set is the collection of served resources: the list the request path,
 // storage decoding, the watch cache, discovery and OpenAPI are all built
 // from. A resource type is served by adding it to the Set `serve` builds
-// (server.Resources); NewScheme must also know its group version's types.
+// (internal/served), which also registers its group version's types.
 type Set struct {
 	list []*Resource
 	// byGVR indexes list for Lookup, which every request calls.

@@ -12,17 +12,6 @@ import (
 	"github.com/leasehold/leasehold/internal/audit/logbackend"
 )
 
-// AuditConfig is the --audit-* flags: the policy that decides what is
-// logged, and the log it is written to.
-type AuditConfig struct {
-	// PolicyFile is --audit-policy-file; empty means the shipped default
-	// policy (docs/audit-policy.yaml) once a log path is set.
-	PolicyFile string
-	// Log is the --audit-log-* flags. An empty Path turns auditing off, as
-	// kube-apiserver without --audit-log-path.
-	Log logbackend.Options
-}
-
 // newAuditor builds the auditor and its log backend, or returns nils when
 // auditing is off. An invalid policy fails the start with the message the
 // policy loader gives (file and line).
@@ -46,6 +35,14 @@ func newAuditor(c AuditConfig, scheme *runtime.Scheme, reg prometheus.Registerer
 	a := audit.New(audit.Config{Policy: policy, Sink: backend, Encode: auditEncoder(scheme)})
 	log.Info("auditing", "policy", policyName(c.PolicyFile), "log", c.Log.Path, "mode", modeName(c.Log.Mode))
 	return a, backend, nil
+}
+
+// closeAuditLog closes the audit log, which Run does after the HTTP server
+// drained and the backend's Run wrote what it buffered.
+func closeAuditLog(l *logbackend.Backend, log *slog.Logger) {
+	if err := l.Close(); err != nil {
+		log.Error("closing audit log", "err", err)
+	}
 }
 
 func loadAuditPolicy(path string, log *slog.Logger) (*audit.Policy, error) {

@@ -1,22 +1,10 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
-	"github.com/leasehold/leasehold/internal/admission"
-	"github.com/leasehold/leasehold/internal/admission/namespacelifecycle"
-	"github.com/leasehold/leasehold/internal/admission/noderestriction"
-	"github.com/leasehold/leasehold/internal/authz"
-	"github.com/leasehold/leasehold/internal/authz/chain"
-	"github.com/leasehold/leasehold/internal/authz/rbac"
 	"github.com/leasehold/leasehold/internal/cluster"
-	"github.com/leasehold/leasehold/internal/registry"
-	"github.com/leasehold/leasehold/internal/registry/lease"
-	"github.com/leasehold/leasehold/internal/registry/leasecandidate"
-	nsregistry "github.com/leasehold/leasehold/internal/registry/namespace"
 )
 
 // Behind a cluster (--authentication-kubeconfig), serve is the aggregated
@@ -25,43 +13,10 @@ import (
 // may do, and runs the controllers (node lifecycle, garbage collector,
 // namespaces) through its API, as it would with leases in etcd. So in this
 // mode serve stores only what the APIServices route to it, runs none of its
-// own controllers, and creates no system namespaces or bootstrap policy.
-
-// ClusterResources is what serve exposes behind a cluster: the versions of
-// coordination.k8s.io an APIService may route to it.
-func ClusterResources(now func() time.Time) *registry.Set {
-	return registry.NewSet(lease.Resource(now), leasecandidate.Resource(now))
-}
-
-// newClusterAuthorization is the authorization behind a cluster:
-// system:masters, then --authorization-mode's Node and RBAC over the
-// cluster's RBAC objects as watched (so a renewal, or a controller's
-// election, is decided without a round trip), then a SubjectAccessReview to
-// the cluster for whatever they did not allow. Admission is what
-// kube-apiserver does not run for requests it proxies: NamespaceLifecycle
-// over the cluster's namespaces, and NodeRestriction.
-func newClusterAuthorization(cfg Config, cl *cluster.Cluster, log *slog.Logger) (*authorizationChain, error) {
-	modes, err := chain.ParseModes(cfg.AuthorizationModes)
-	if err != nil {
-		return nil, err
-	}
-	src := cl.RBAC()
-	c, err := chain.New(modes, chain.RBAC{Authorizer: rbac.NewAuthorizer(src), Rules: rbac.NewRulesReviewer(src)})
-	if err != nil {
-		return nil, err
-	}
-	c.Authorizer = authz.Union{c.Authorizer, cl.Review()}
-	cached, live := cl.Namespaces()
-	return &authorizationChain{
-		Chain:      c,
-		run:        func(ctx context.Context) error { cl.Run(ctx); return nil },
-		waitSynced: cl.WaitSynced,
-		admission: admission.Chain{
-			namespacelifecycle.New(cached, live, nsregistry.System, nil),
-			noderestriction.Plugin{},
-		},
-	}, nil
-}
+// own controllers, and creates no system namespaces or bootstrap policy:
+// its resources are served.Cluster (objects.go), its access control
+// newClusterAuthorization and the cluster's authenticator (access.go), and
+// Run starts no controllers (controllers.go).
 
 // openCluster connects to the cluster when serve runs behind one (nil
 // otherwise).

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
@@ -16,10 +15,8 @@ import (
 	rl "k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 
-	"github.com/leasehold/leasehold/internal/apiserver"
 	"github.com/leasehold/leasehold/internal/bootstrappolicy"
 	"github.com/leasehold/leasehold/internal/controller"
-	"github.com/leasehold/leasehold/internal/request"
 )
 
 // The Leases the replicas elect on, in kube-system.
@@ -231,74 +228,4 @@ func (l *termLock) Update(ctx context.Context, rec rl.LeaderElectionRecord) erro
 		l.term.stop("releasing the lease")
 	}
 	return l.Interface.Update(ctx, rec)
-}
-
-// startControllers starts every controller group on the background wait
-// group bg: the every-replica controllers directly, until bgCtx ends; the
-// controller-manager ones under leader election as user
-// system:kube-controller-manager (or directly with --leader-elect=false),
-// and the coordinated election ones under leader election through the
-// server's own loopback client, as kube-apiserver does. The elected ones
-// stop, and their Leases are released, as soon as serveCtx ends (SIGTERM),
-// so that another replica takes over without waiting for this one's HTTP
-// drain.
-func startControllers(serveCtx, bgCtx context.Context, bg *sync.WaitGroup, cc controller.Context, clients *controllerClients, api *apiserver.Server, cfg Config) error {
-	if err := cfg.Replica.Validate(); err != nil {
-		return err
-	}
-	if err := cfg.Replica.defaults(); err != nil {
-		return err
-	}
-	// kube-controller-manager's own user, bound to its bootstrap roles
-	// (system:kube-controller-manager, and the leader-locking Role in
-	// kube-system that lets it create and renew Leases there).
-	kcm, err := kubernetes.NewForConfig(api.LoopbackConfig(request.User{
-		Name:   bootstrappolicy.KubeControllerManager,
-		Groups: []string{request.AllAuthenticated},
-	}))
-	if err != nil {
-		return fmt.Errorf("loopback client for %s: %w", bootstrappolicy.KubeControllerManager, err)
-	}
-	every, err := controllers(cc, clients, cfg, everyReplica)
-	if err != nil {
-		return err
-	}
-	identity := newIdentity(cfg.Replica.Hostname)
-	elected := func(lease string, client kubernetes.Interface, group controllerGroup) *electedControllers {
-		return &electedControllers{
-			lease: lease, identity: identity, client: client, timing: cfg.Replica,
-			build: func() ([]controller.Runner, error) { return controllers(cc, clients, cfg, group) },
-			log:   cc.Logger.With("component", "leader-election"),
-			exit:  os.Exit,
-		}
-	}
-	leaderOnly := []controller.Runner{elected(ElectionControllerLease, cc.Client, coordinatedElection)}
-	if cfg.Replica.DisableLeaderElection {
-		managers, err := controllers(cc, clients, cfg, controllerManager)
-		if err != nil {
-			return err
-		}
-		every = append(every, managers...)
-	} else {
-		leaderOnly = append(leaderOnly, elected(ControllerManagerLease, kcm, controllerManager))
-	}
-	run := func(ctx context.Context, c controller.Runner) {
-		if err := c.Run(ctx); err != nil && ctx.Err() == nil {
-			cc.Logger.Error("controller stopped", "controller", c.Name(), "err", err)
-		}
-	}
-	for _, c := range every {
-		bg.Go(func() { run(bgCtx, c) })
-	}
-	bg.Go(func() {
-		ctx, cancel := context.WithCancel(bgCtx)
-		defer cancel()
-		defer context.AfterFunc(serveCtx, cancel)()
-		var wg sync.WaitGroup
-		for _, c := range leaderOnly {
-			wg.Go(func() { run(ctx, c) })
-		}
-		wg.Wait()
-	})
-	return nil
 }

@@ -3,8 +3,11 @@ package server
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/leasehold/leasehold/internal/storage"
 	"github.com/leasehold/leasehold/internal/storage/embedded"
@@ -49,4 +52,47 @@ func openStorage(ctx context.Context, cfg Config, metrics *storageMetrics) (stor
 		return nil, fmt.Errorf("opening storage: %w", err)
 	}
 	return s, nil
+}
+
+// closeStorage closes the store, which Run does last.
+func closeStorage(store storage.Interface, log *slog.Logger) {
+	if err := store.Close(); err != nil {
+		log.Error("closing storage", "err", err)
+	}
+}
+
+// storageMetrics are the embedded store's commit figures.
+type storageMetrics struct {
+	commitLatency prometheus.Histogram
+	syncWait      prometheus.Histogram
+	batchSize     prometheus.Histogram
+}
+
+func newStorageMetrics(reg prometheus.Registerer) *storageMetrics {
+	m := &storageMetrics{
+		commitLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "leasehold_storage_commit_duration_seconds",
+			Help:    "Time from starting a group commit to the end of its fsync.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+		}),
+		syncWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "leasehold_storage_commit_sync_wait_seconds",
+			Help:    "Time a group commit waited for its WAL fsync after its batch was applied.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+		}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "leasehold_storage_commit_batch_size",
+			Help:    "Writes sharing one fsync in a group commit.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
+		}),
+	}
+	reg.MustRegister(m.commitLatency, m.syncWait, m.batchSize)
+	return m
+}
+
+func (m *storageMetrics) observeSyncWait(d time.Duration) { m.syncWait.Observe(d.Seconds()) }
+
+func (m *storageMetrics) observeCommit(n int, d time.Duration) {
+	m.commitLatency.Observe(d.Seconds())
+	m.batchSize.Observe(float64(n))
 }

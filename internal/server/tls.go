@@ -1,33 +1,19 @@
 package server
 
 import (
+	"crypto/tls"
 	"fmt"
 	"path/filepath"
 
 	"github.com/leasehold/leasehold/internal/pki"
 )
 
-// TrustConfig is how replicas share trust (--ca-dir, --tls-san).
-type TrustConfig struct {
-	// CADir, when set, is a directory holding a CA (ca.crt, ca.key) that
-	// several replicas share, made once by `leasehold credentials init
-	// --dir CADir`; it is never created here, so that replicas cannot each
-	// invent their own. Credentials signed by it (kubeconfigs from
-	// `leasehold credentials --data-dir CADir`, and every replica's
-	// admin.kubeconfig) work on every replica. Empty: the CA in DataDir,
-	// generated on first start, trusted by this replica alone.
-	CADir string
-	// SANs are extra names (DNS names or IP addresses) the serving
-	// certificate must cover, such as a load balancer's address.
-	SANs []string
-}
-
 // setupTLS loads the CA and the serving pair and returns the server's TLS
 // configuration. The serving pair is --tls-cert-file's when given; else,
 // with a shared CA directory, the pair made there (apiserver.crt,
 // apiserver.key) when it covers this replica's bind address and SANs; else
 // one issued by the CA into DataDir for them.
-func setupTLS(cfg Config) (tlsConfigT, *pki.CA, error) {
+func setupTLS(cfg Config) (*tls.Config, *pki.CA, error) {
 	ca, err := loadCA(cfg)
 	if err != nil {
 		return nil, nil, err

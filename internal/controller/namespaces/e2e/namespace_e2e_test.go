@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/leasehold/leasehold/internal/controller/namespaces"
-	"github.com/leasehold/leasehold/internal/server"
+	"github.com/leasehold/leasehold/internal/served"
 	"github.com/leasehold/leasehold/internal/server/servertest"
 )
 
@@ -48,7 +48,7 @@ func startWithController(t *testing.T) (*servertest.Server, kubernetes.Interface
 	s := servertest.Start(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	c := namespaces.New(s.Client, server.Resources(time.Now), slog.New(slog.DiscardHandler), nil)
+	c := namespaces.New(s.Client, served.Stored(time.Now), slog.New(slog.DiscardHandler), nil)
 	go func() { done <- c.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
