@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/leasehold/leasehold/internal/testdeps"
 	"github.com/leasehold/leasehold/internal/testdeps/kubecluster"
 )
 
@@ -86,7 +87,7 @@ func (b *behind) adminKubeconfig() string { return filepath.Join(b.dataDir, "adm
 // waitServing waits until Leasehold answers /readyz to its admin.
 func (b *behind) waitServing() {
 	b.t.Helper()
-	eventually(b.t, 60*time.Second, "leasehold serves", func() error {
+	testdeps.Eventually(b.t, 60*time.Second, 200*time.Millisecond, "leasehold serves", func() error {
 		if b.direct == nil {
 			cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(b.dataDir, "admin.kubeconfig"))
 			if err != nil {

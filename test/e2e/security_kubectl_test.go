@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/testdeps"
 )
 
 // electorRole is the Role the README documents for `leasehold elect
@@ -114,7 +116,7 @@ func TestSecurityLeastPrivilegeElector(t *testing.T) {
 	if first.identity != "elector-1" {
 		t.Fatalf("first leader %q", first.identity)
 	}
-	eventually(t, 20*time.Second, "the lease names the elector", func() error {
+	testdeps.Eventually(t, 20*time.Second, 200*time.Millisecond, "the lease names the elector", func() error {
 		out := adminK.run("get", "lease", "orders-writer", "-n", "kube-system", "-o", "jsonpath={.spec.holderIdentity}")
 		if out != "elector-1" {
 			return fmt.Errorf("holder %q", out)
