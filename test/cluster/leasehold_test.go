@@ -104,8 +104,9 @@ func (b *behind) waitServing() {
 	})
 }
 
-// grantDelegation applies deploy/rbac.yaml, the RBAC the README's procedure
-// applies: TokenReviews and SubjectAccessReviews (system:auth-delegator),
+// grantDelegation applies deploy/rbac.yaml, the RBAC the procedure of
+// docs/take-lease-load-off-etcd.md applies: TokenReviews and
+// SubjectAccessReviews (system:auth-delegator),
 // the front-proxy settings (extension-apiserver-authentication-reader), and
 // reading the namespaces and RBAC objects Leasehold decides with, for the
 // service account kube-system/leasehold whose identity the test's

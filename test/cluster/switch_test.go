@@ -23,7 +23,7 @@ import (
 const benchLeases = 200
 
 // TestSwitchOnAndOffUnderLoad switches a live cluster's leases onto
-// Leasehold and back, as the README's procedure does, while agents renew
+// Leasehold and back, as docs/take-lease-load-off-etcd.md does, while agents renew
 // their node leases, kube-controller-manager holds its election and a
 // load generator renews 200 more leases every second, all through
 // kube-apiserver: no controller loses leadership, no node leaves Ready,

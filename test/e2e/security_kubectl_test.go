@@ -2,7 +2,7 @@ package e2e
 
 // The security model as kubectl users meet it, in every kubectl version the
 // machine ships: `kubectl auth whoami`, `kubectl auth can-i` (one verb, and
-// --list), and a least-privilege elector whose Role the README documents.
+// --list), and a least-privilege elector whose Role docs/security.md documents.
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 	"github.com/leasehold/leasehold/internal/testdeps"
 )
 
-// electorRole is the Role the README documents for `leasehold elect
+// electorRole is the Role docs/security.md documents for `leasehold elect
 // --lease kube-system/orders-writer`: create the lease, read, watch and renew
 // that one lease, and record the LeaderElection events.
 const electorRole = `apiVersion: rbac.authorization.k8s.io/v1
