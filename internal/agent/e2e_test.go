@@ -40,6 +40,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/leasehold/leasehold/internal/server/servertest"
+	"github.com/leasehold/leasehold/internal/testdeps"
 )
 
 const e2eKubeconfigEnv = "LEASEHOLD_TEST_KUBECONFIG"
@@ -176,25 +177,6 @@ func (e *e2eEnv) startAgent(t *testing.T, cfg Config) *runningAgent {
 	return &runningAgent{logs: logs, stop: stop}
 }
 
-// eventually polls cond every 100 ms until it returns nil or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var err error
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err = cond(ctx)
-		cancel()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not true after %s: %v", what, timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 func (e *e2eEnv) getLease(ctx context.Context, name string) (*coordinationv1.Lease, error) {
 	return e.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, name, metav1.GetOptions{})
 }
@@ -204,7 +186,7 @@ func (e *e2eEnv) getLease(ctx context.Context, name string) (*coordinationv1.Lea
 func (e *e2eEnv) waitOwnedLease(t *testing.T, name string, nodeUID types.UID, timeout time.Duration) *coordinationv1.Lease {
 	t.Helper()
 	var lease *coordinationv1.Lease
-	eventually(t, timeout, "lease "+name+" owned by node uid "+string(nodeUID), func(ctx context.Context) error {
+	testdeps.Eventually(t, timeout, 100*time.Millisecond, "lease "+name+" owned by node uid "+string(nodeUID), func(ctx context.Context) error {
 		l, err := e.getLease(ctx, name)
 		if err != nil {
 			return err
@@ -222,7 +204,7 @@ func (e *e2eEnv) waitOwnedLease(t *testing.T, name string, nodeUID types.UID, ti
 func (e *e2eEnv) waitReadyNode(t *testing.T, name string, timeout time.Duration) *corev1.Node {
 	t.Helper()
 	var node *corev1.Node
-	eventually(t, timeout, "node "+name+" Ready", func(ctx context.Context) error {
+	testdeps.Eventually(t, timeout, 100*time.Millisecond, "node "+name+" Ready", func(ctx context.Context) error {
 		n, err := e.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -244,7 +226,7 @@ func (a *runningAgent) logMark() int { return len(a.logs.String()) }
 // waitLog waits until the agent logs line after mark.
 func waitLog(t *testing.T, a *runningAgent, mark int, timeout time.Duration, line string) {
 	t.Helper()
-	eventually(t, timeout, "agent logs "+line, func(context.Context) error {
+	testdeps.Eventually(t, timeout, 100*time.Millisecond, "agent logs "+line, func(context.Context) error {
 		if strings.Contains(a.logs.String()[mark:], line) {
 			return nil
 		}
@@ -297,7 +279,7 @@ func TestE2ENodeHeartbeat(t *testing.T) {
 	// Renewals: renewTime strictly increases, about every RenewInterval,
 	// on the same object (no re-creation).
 	first := lease.Spec.RenewTime.Time
-	eventually(t, 3*cfg.RenewInterval()+5*time.Second, "renewTime moves forward", func(ctx context.Context) error {
+	testdeps.Eventually(t, 3*cfg.RenewInterval()+5*time.Second, 100*time.Millisecond, "renewTime moves forward", func(ctx context.Context) error {
 		l, err := e.getLease(ctx, name)
 		if err != nil {
 			return err
@@ -345,7 +327,7 @@ func TestE2ELeaseDeletedIsRecreated(t *testing.T) {
 	if err := e.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("delete lease: %v", err)
 	}
-	eventually(t, 3*cfg.RenewInterval()+5*time.Second, "lease re-created", func(ctx context.Context) error {
+	testdeps.Eventually(t, 3*cfg.RenewInterval()+5*time.Second, 100*time.Millisecond, "lease re-created", func(ctx context.Context) error {
 		l, err := e.getLease(ctx, name)
 		if err != nil {
 			return err
@@ -383,7 +365,7 @@ func TestE2ENodeDeletedThenReregistered(t *testing.T) {
 	if err := e.client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &background}); err != nil {
 		t.Fatalf("delete node: %v", err)
 	}
-	eventually(t, 10*time.Second, "node gone", func(ctx context.Context) error {
+	testdeps.Eventually(t, 10*time.Second, 100*time.Millisecond, "node gone", func(ctx context.Context) error {
 		_, err := e.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -445,7 +427,7 @@ func TestE2EExistingNodeIsReused(t *testing.T) {
 	if node.UID != pre.UID {
 		t.Fatalf("node uid %s, want the pre-existing %s", node.UID, pre.UID)
 	}
-	eventually(t, 10*time.Second, "hostname label fixed", func(ctx context.Context) error {
+	testdeps.Eventually(t, 10*time.Second, 100*time.Millisecond, "hostname label fixed", func(ctx context.Context) error {
 		n, err := e.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err

@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/leasehold/leasehold/internal/testdeps"
 )
 
 // renewLog collects what Config.OnRenew observed.
@@ -53,7 +55,7 @@ func TestE2EOnRenewObservesEveryRenewal(t *testing.T) {
 	cfg.OnRenew = rl.observe
 	e.startAgent(t, cfg)
 
-	eventually(t, 20*time.Second, "two renewals observed", func(context.Context) error {
+	testdeps.Eventually(t, 20*time.Second, 100*time.Millisecond, "two renewals observed", func(context.Context) error {
 		if ok, _, _ := rl.counts(); ok < 2 {
 			return fmt.Errorf("%d renewals observed", ok)
 		}
@@ -71,7 +73,7 @@ func TestE2EOnRenewObservesEveryRenewal(t *testing.T) {
 	// The next PUT carries the deleted lease's uid and resourceVersion: it
 	// fails (409, or 404 on servers that say so), and the agent recreates
 	// the lease and goes on renewing it.
-	eventually(t, 20*time.Second, "a failed renewal, then renewals again", func(context.Context) error {
+	testdeps.Eventually(t, 20*time.Second, 100*time.Millisecond, "a failed renewal, then renewals again", func(context.Context) error {
 		nowOK, nowFailed, _ := rl.counts()
 		if nowFailed == 0 || nowOK < ok+2 {
 			return fmt.Errorf("%d failures and %d renewals since the deletion", nowFailed, nowOK-ok)

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/testdeps"
 )
 
 // writeTokens replaces path atomically with content, as an operator should.
@@ -63,19 +65,6 @@ func known(tf *TokenFile, token string) bool {
 	return ok
 }
 
-// eventually waits up to limit for cond, polling often.
-func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > limit {
-			t.Fatalf("%s: not within %s", what, limit)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return time.Since(start)
-}
-
 func TestTokenFileReloadAddAndRevoke(t *testing.T) {
 	path, tf, logs := startTokenFile(t, "token-a,alice,1\n")
 	if !known(tf, "token-a") || known(tf, "token-b") {
@@ -83,14 +72,14 @@ func TestTokenFileReloadAddAndRevoke(t *testing.T) {
 	}
 
 	writeTokens(t, path, "token-a,alice,1\ntoken-b,bob,2,devs\n")
-	eventually(t, 10*testPollInterval, "token-b added", func() bool { return known(tf, "token-b") })
+	testdeps.Eventually(t, 10*testPollInterval, 5*time.Millisecond, "token-b added", func() bool { return known(tf, "token-b") })
 	u, _, _ := tf.AuthenticateToken("token-b")
 	if u.Name != "bob" || u.UID != "2" || len(u.Groups) != 1 || u.Groups[0] != "devs" {
 		t.Fatalf("token-b is %+v", u)
 	}
 
 	writeTokens(t, path, "token-b,bob,2,devs\n")
-	eventually(t, 10*testPollInterval, "token-a revoked", func() bool { return !known(tf, "token-a") })
+	testdeps.Eventually(t, 10*testPollInterval, 5*time.Millisecond, "token-a revoked", func() bool { return !known(tf, "token-a") })
 	if !known(tf, "token-b") {
 		t.Fatalf("token-b lost when token-a was revoked")
 	}
@@ -104,7 +93,7 @@ func TestTokenFileInvalidKeepsLastGoodSet(t *testing.T) {
 	path, tf, logs := startTokenFile(t, "token-a,alice,1\n")
 
 	writeTokens(t, path, "token-b,bob,2\ntoken-c,carol\n")
-	eventually(t, 10*testPollInterval, "warning logged", func() bool { return strings.Contains(logs.String(), "token file is invalid") })
+	testdeps.Eventually(t, 10*testPollInterval, 5*time.Millisecond, "warning logged", func() bool { return strings.Contains(logs.String(), "token file is invalid") })
 	out := logs.String()
 	if !strings.Contains(out, "line=2") || !strings.Contains(out, "must have at least 3 columns") {
 		t.Fatalf("warning does not name line 2 and the problem:\n%s", out)
@@ -120,13 +109,13 @@ func TestTokenFileInvalidKeepsLastGoodSet(t *testing.T) {
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*testPollInterval, "removal logged", func() bool { return strings.Contains(logs.String(), "token file cannot be read") })
+	testdeps.Eventually(t, 10*testPollInterval, 5*time.Millisecond, "removal logged", func() bool { return strings.Contains(logs.String(), "token file cannot be read") })
 	if !known(tf, "token-a") {
 		t.Fatalf("removing the file revoked the tokens")
 	}
 
 	writeTokens(t, path, "token-c,carol,3\n")
-	eventually(t, 10*testPollInterval, "fixed file loaded", func() bool { return known(tf, "token-c") && !known(tf, "token-a") })
+	testdeps.Eventually(t, 10*testPollInterval, 5*time.Millisecond, "fixed file loaded", func() bool { return known(tf, "token-c") && !known(tf, "token-a") })
 	assertNoTokenLogged(t, logs.String(), "token-a", "token-b", "token-c")
 }
 
@@ -170,7 +159,7 @@ func TestTokenFileRevocationWithinDefaultInterval(t *testing.T) {
 	}
 	runTokenFile(t, tf)
 	writeTokens(t, path, "token-b,bob,2\n")
-	took := eventually(t, DefaultTokenFilePollInterval+time.Second, "token-a revoked", func() bool { return !known(tf, "token-a") })
+	took := testdeps.Eventually(t, DefaultTokenFilePollInterval+time.Second, 5*time.Millisecond, "token-a revoked", func() bool { return !known(tf, "token-a") })
 	t.Logf("revocation took effect after %s", took)
 }
 

@@ -17,7 +17,7 @@ import (
 // (leasewatch.go) ends the round because the lease became acquirable now
 // (released, or naming this identity). The next round tries at once.
 //
-// Why this weakens no guarantee of the safety section in the README:
+// Why this weakens no guarantee of docs/election.md's safety model:
 //
 //   - Whether and how to take the lease is still client-go's decision, on a
 //     fresh read, written as a PUT with that read's resourceVersion: the

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/clock"
 	"github.com/leasehold/leasehold/internal/storage"
 )
 
@@ -44,7 +45,7 @@ func (c *Cache) Run(ctx context.Context) error {
 		if needList {
 			if err := c.list(ctx); err != nil {
 				c.log.Error("listing storage failed; retrying", "err", err, "backoff", backoff)
-				backoff = sleep(ctx, backoff)
+				backoff = backOff(ctx, backoff)
 				continue
 			}
 			needList = false
@@ -59,14 +60,14 @@ func (c *Cache) Run(ctx context.Context) error {
 		}
 		if err != nil {
 			c.log.Error("watching storage failed; retrying", "revision", from, "err", err, "backoff", backoff)
-			backoff = sleep(ctx, backoff)
+			backoff = backOff(ctx, backoff)
 			continue
 		}
 		if c.consume(ctx, ch) > 0 {
 			backoff = minBackoff
 		} else if ctx.Err() == nil {
 			// A watch that closes at once, repeatedly, must not spin.
-			backoff = sleep(ctx, backoff)
+			backoff = backOff(ctx, backoff)
 		}
 		if ctx.Err() == nil {
 			c.log.Info("storage watch ended; re-watching", "revision", c.Revision())
@@ -151,13 +152,8 @@ func (c *Cache) consume(ctx context.Context, ch <-chan storage.Event) int {
 	}
 }
 
-// sleep waits d (or until ctx ends) and returns the next backoff.
-func sleep(ctx context.Context, d time.Duration) time.Duration {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
+// backOff waits d (or until ctx ends) and returns the next backoff.
+func backOff(ctx context.Context, d time.Duration) time.Duration {
+	clock.Sleep(ctx, d)
 	return min(2*d, maxBackoff)
 }

@@ -20,6 +20,7 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/leasehold/leasehold/internal/testdeps"
 	"github.com/leasehold/leasehold/internal/testdeps/kubecluster"
 )
 
@@ -35,8 +36,8 @@ func TestLeaseholdBehindACluster(t *testing.T) {
 
 	t.Run("node leases live in Leasehold, Nodes in the cluster", func(t *testing.T) {
 		for name := range agents {
-			eventually(t, 60*time.Second, "node "+name+" Ready in the cluster", func() error { return nodeReady(ctx, b.viaCluster, name, corev1.ConditionTrue) })
-			eventually(t, 30*time.Second, "lease "+name+" in Leasehold", func() error {
+			testdeps.Eventually(t, 60*time.Second, 200*time.Millisecond, "node "+name+" Ready in the cluster", func() error { return nodeReady(ctx, b.viaCluster, name, corev1.ConditionTrue) })
+			testdeps.Eventually(t, 30*time.Second, 200*time.Millisecond, "lease "+name+" in Leasehold", func() error {
 				l, err := b.direct.CoordinationV1().Leases(nodeLeaseNS).Get(ctx, name, metav1.GetOptions{})
 				if err != nil {
 					return err
@@ -112,8 +113,8 @@ func TestLeaseholdBehindACluster(t *testing.T) {
 
 	t.Run("a paused node goes Unknown and comes back", func(t *testing.T) {
 		agents["node-b"].signal(syscall.SIGSTOP)
-		eventually(t, 90*time.Second, "node-b Unknown", func() error { return nodeReady(ctx, b.viaCluster, "node-b", corev1.ConditionUnknown) })
-		eventually(t, 30*time.Second, "node-b tainted unreachable", func() error {
+		testdeps.Eventually(t, 90*time.Second, 200*time.Millisecond, "node-b Unknown", func() error { return nodeReady(ctx, b.viaCluster, "node-b", corev1.ConditionUnknown) })
+		testdeps.Eventually(t, 30*time.Second, 200*time.Millisecond, "node-b tainted unreachable", func() error {
 			n, err := b.viaCluster.CoreV1().Nodes().Get(ctx, "node-b", metav1.GetOptions{})
 			if err != nil {
 				return err
@@ -124,7 +125,7 @@ func TestLeaseholdBehindACluster(t *testing.T) {
 			return nil
 		})
 		agents["node-b"].signal(syscall.SIGCONT)
-		eventually(t, 60*time.Second, "node-b Ready again", func() error { return nodeReady(ctx, b.viaCluster, "node-b", corev1.ConditionTrue) })
+		testdeps.Eventually(t, 60*time.Second, 200*time.Millisecond, "node-b Ready again", func() error { return nodeReady(ctx, b.viaCluster, "node-b", corev1.ConditionTrue) })
 	})
 
 	t.Run("deleting a node deletes its lease and a restarted agent registers again", func(t *testing.T) {
@@ -135,21 +136,21 @@ func TestLeaseholdBehindACluster(t *testing.T) {
 		if _, err := b.kc.Kubectl(t, "", "delete", "node", "node-a"); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 60*time.Second, "the cluster's garbage collector deletes node-a's lease in Leasehold", func() error {
+		testdeps.Eventually(t, 60*time.Second, 200*time.Millisecond, "the cluster's garbage collector deletes node-a's lease in Leasehold", func() error {
 			_, err := b.direct.CoordinationV1().Leases(nodeLeaseNS).Get(ctx, "node-a", metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
 			return fmt.Errorf("lease still there (err %v)", err)
 		})
-		eventually(t, 30*time.Second, "the agent sees its Node gone", func() error {
+		testdeps.Eventually(t, 30*time.Second, 200*time.Millisecond, "the agent sees its Node gone", func() error {
 			if !strings.Contains(agents["node-a"].logText(), "restart the agent to register it again") {
 				return fmt.Errorf("agent log:\n%s", agents["node-a"].tail(5))
 			}
 			return nil
 		})
 		agents["node-a"].restart()
-		eventually(t, 60*time.Second, "node-a registered again with a new lease", func() error {
+		testdeps.Eventually(t, 60*time.Second, 200*time.Millisecond, "node-a registered again with a new lease", func() error {
 			n, err := b.viaCluster.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})
 			if err != nil {
 				return err
@@ -172,14 +173,14 @@ func TestLeaseholdBehindACluster(t *testing.T) {
 		if _, err := b.viaCluster.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "doomed"}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, "a lease in a new namespace", func() error {
+		testdeps.Eventually(t, 10*time.Second, 200*time.Millisecond, "a lease in a new namespace", func() error {
 			_, err := b.viaCluster.CoordinationV1().Leases("doomed").Create(ctx, lease("x", "me"), metav1.CreateOptions{})
 			return err
 		})
 		if err := b.viaCluster.CoreV1().Namespaces().Delete(ctx, "doomed", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 90*time.Second, "the cluster's namespace controller empties and removes doomed", func() error {
+		testdeps.Eventually(t, 90*time.Second, 200*time.Millisecond, "the cluster's namespace controller empties and removes doomed", func() error {
 			if _, err := b.viaCluster.CoreV1().Namespaces().Get(ctx, "doomed", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				return fmt.Errorf("namespace still there (err %v)", err)
 			}
@@ -201,7 +202,7 @@ func TestLeaseholdBehindACluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.serve.kill9()
-		eventually(t, 30*time.Second, "leases answer 503 through kube-apiserver", func() error {
+		testdeps.Eventually(t, 30*time.Second, 200*time.Millisecond, "leases answer 503 through kube-apiserver", func() error {
 			_, err := b.viaCluster.CoordinationV1().Leases("default").Get(ctx, "acked", metav1.GetOptions{})
 			if apierrors.IsServiceUnavailable(err) {
 				return nil
@@ -210,7 +211,7 @@ func TestLeaseholdBehindACluster(t *testing.T) {
 		})
 		b.serve.start()
 		b.waitServing()
-		eventually(t, 60*time.Second, "leases served again", func() error {
+		testdeps.Eventually(t, 60*time.Second, 200*time.Millisecond, "leases served again", func() error {
 			got, err := b.viaCluster.CoordinationV1().Leases("default").Get(ctx, "acked", metav1.GetOptions{})
 			if err != nil {
 				return err
@@ -221,13 +222,13 @@ func TestLeaseholdBehindACluster(t *testing.T) {
 			return nil
 		})
 		for name := range agents {
-			eventually(t, 60*time.Second, "node "+name+" still Ready", func() error { return nodeReady(ctx, b.viaCluster, name, corev1.ConditionTrue) })
+			testdeps.Eventually(t, 60*time.Second, 200*time.Millisecond, "node "+name+" still Ready", func() error { return nodeReady(ctx, b.viaCluster, name, corev1.ConditionTrue) })
 		}
 	})
 
 	t.Run("a kube-apiserver restart keeps the route", func(t *testing.T) {
 		b.kc.RestartAPIServer(t)
-		eventually(t, 60*time.Second, "leases still from Leasehold", func() error {
+		testdeps.Eventually(t, 60*time.Second, 200*time.Millisecond, "leases still from Leasehold", func() error {
 			got, err := b.viaCluster.CoordinationV1().Leases("default").Get(ctx, "acked", metav1.GetOptions{})
 			if err != nil {
 				return err

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/leasehold/leasehold/internal/testdeps"
 	"github.com/leasehold/leasehold/internal/testdeps/kubecluster"
 )
 
@@ -92,7 +93,7 @@ func (b *behind) adminKubeconfig() string { return filepath.Join(b.dataDir, "adm
 // waitServing waits until Leasehold answers /readyz to its admin.
 func (b *behind) waitServing() {
 	b.t.Helper()
-	eventually(b.t, 60*time.Second, "leasehold serves", func() error {
+	testdeps.Eventually(b.t, 60*time.Second, 200*time.Millisecond, "leasehold serves", func() error {
 		if b.direct == nil {
 			cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(b.dataDir, "admin.kubeconfig"))
 			if err != nil {
@@ -109,8 +110,9 @@ func (b *behind) waitServing() {
 	})
 }
 
-// grantDelegation applies deploy/rbac.yaml, the RBAC the README's procedure
-// applies: TokenReviews and SubjectAccessReviews (system:auth-delegator),
+// grantDelegation applies deploy/rbac.yaml, the RBAC the procedure of
+// docs/take-lease-load-off-etcd.md applies: TokenReviews and
+// SubjectAccessReviews (system:auth-delegator),
 // the front-proxy settings (extension-apiserver-authentication-reader), and
 // reading the namespaces and RBAC objects Leasehold decides with, for the
 // service account kube-system/leasehold whose identity the test's

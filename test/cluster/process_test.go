@@ -129,20 +129,3 @@ func freePort(t testing.TB) int {
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
 }
-
-// eventually retries check every 200 ms until it returns nil, failing the
-// test with its last error after within.
-func eventually(t testing.TB, within time.Duration, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v: %v", what, within, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}

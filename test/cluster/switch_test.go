@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/leasehold/leasehold/internal/bench"
+	"github.com/leasehold/leasehold/internal/testdeps"
 	"github.com/leasehold/leasehold/internal/testdeps/kubecluster"
 )
 
@@ -22,7 +23,7 @@ import (
 const benchLeases = 200
 
 // TestSwitchOnAndOffUnderLoad switches a live cluster's leases onto
-// Leasehold and back, as the README's procedure does, while agents renew
+// Leasehold and back, as docs/take-lease-load-off-etcd.md does, while agents renew
 // their node leases, kube-controller-manager holds its election and a
 // load generator renews 200 more leases every second, all through
 // kube-apiserver: no controller loses leadership, no node leaves Ready,
@@ -34,7 +35,7 @@ func TestSwitchOnAndOffUnderLoad(t *testing.T) {
 	b := startLeaseholdFor(t, kc, true)
 	agents := map[string]*proc{"node-a": b.agent("node-a"), "node-b": b.agent("node-b")}
 	for name := range agents {
-		eventually(t, 60*time.Second, "node "+name+" Ready", func() error { return nodeReady(ctx, b.viaCluster, name, corev1.ConditionTrue) })
+		testdeps.Eventually(t, 60*time.Second, 200*time.Millisecond, "node "+name+" Ready", func() error { return nodeReady(ctx, b.viaCluster, name, corev1.ConditionTrue) })
 	}
 	kcmHolder := kc.WaitControllerManagerLeader(t, 90*time.Second)
 	kcmBefore := leaseState(t, b, "kube-system", "kube-controller-manager")
@@ -46,7 +47,7 @@ func TestSwitchOnAndOffUnderLoad(t *testing.T) {
 	// APIService points at it, then mirror Leasehold's back into the
 	// cluster's etcd for the watches still open on the built-in storage.
 	on := startProc(t, "copy-on", "leases", "copy", "--from-kubeconfig", kc.AdminKubeconfig, "--to-kubeconfig", b.adminKubeconfig(), "--follow")
-	eventually(t, 60*time.Second, "Leasehold holds a copy of every lease", func() error {
+	testdeps.Eventually(t, 60*time.Second, 200*time.Millisecond, "Leasehold holds a copy of every lease", func() error {
 		for _, ns := range []string{nodeLeaseNS, "kube-system", "bench"} {
 			l, err := b.direct.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{})
 			if err != nil {
@@ -130,7 +131,7 @@ type leaseSnapshot struct {
 func leaseState(t testing.TB, b *behind, ns, name string) leaseSnapshot {
 	t.Helper()
 	var s leaseSnapshot
-	eventually(t, 30*time.Second, "read lease "+ns+"/"+name, func() error {
+	testdeps.Eventually(t, 30*time.Second, 200*time.Millisecond, "read lease "+ns+"/"+name, func() error {
 		l, err := b.viaCluster.CoordinationV1().Leases(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return err

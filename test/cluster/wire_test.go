@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 
+	"github.com/leasehold/leasehold/internal/testdeps"
 	"github.com/leasehold/leasehold/internal/testdeps/kubecluster"
 )
 
@@ -40,7 +41,7 @@ func wireDetails(t *testing.T, b *behind) {
 		t.Fatal(err)
 	}
 	var created *coordinationv1.Lease
-	eventually(t, 10*time.Second, "protobuf create", func() error {
+	testdeps.Eventually(t, 10*time.Second, 200*time.Millisecond, "protobuf create", func() error {
 		created, err = proto.CoordinationV1().Leases(ns).Create(ctx, lease("proto", "p"), metav1.CreateOptions{})
 		return err
 	})
@@ -184,7 +185,7 @@ func nodeConfinement(t *testing.T, b *behind) {
 		t.Fatal(err)
 	}
 	malloryDirect := b.kc.Clientset(t, b.leaseholdKubeconfigFor(t, userKC))
-	eventually(t, 20*time.Second, "the cluster's new RoleBinding allows mallory in Leasehold", func() error {
+	testdeps.Eventually(t, 20*time.Second, 200*time.Millisecond, "the cluster's new RoleBinding allows mallory in Leasehold", func() error {
 		_, err := malloryDirect.CoordinationV1().Leases("default").List(ctx, metav1.ListOptions{})
 		return err
 	})

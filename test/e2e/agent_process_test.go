@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/testdeps"
 )
 
 // agentStopTimeout bounds a graceful agent stop before SIGKILL.
@@ -168,7 +170,7 @@ func (a *agentProc) LogMark() int { return len(a.Logs()) }
 func (a *agentProc) WaitLog(mark int, timeout time.Duration, parts ...string) string {
 	a.t.Helper()
 	var found string
-	eventually(a.t, timeout, "agent "+a.Node+" logs "+strings.Join(parts, " ... "), func() error {
+	testdeps.Eventually(a.t, timeout, 200*time.Millisecond, "agent "+a.Node+" logs "+strings.Join(parts, " ... "), func() error {
 		for line := range strings.Lines(a.Logs()[mark:]) {
 			if containsAll(line, parts) {
 				found = line
@@ -208,21 +210,4 @@ func (a *agentProc) markStopped() (paused, ok bool) {
 	a.stopped = true
 	paused, a.paused = a.paused, false
 	return paused, true
-}
-
-// eventually polls cond every 200 ms until it returns nil, and fails t with
-// cond's last error once timeout has passed.
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not true after %v: %v", what, timeout, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }

@@ -21,7 +21,7 @@ const (
 	handoverRenewDeadline = 15 * time.Second
 	handoverRetryPeriod   = 10 * time.Second
 	// handoverBound is far below the retry period yet generous: a
-	// hand-over's median is about 50 ms (README, BenchmarkElectHandover;
+	// hand-over's median is about 50 ms (docs/election.md, BenchmarkElectHandover;
 	// with the watch disabled this test measured 19 s); the rest
 	// is for two processes being scheduled on a loaded 2-core machine
 	// (the old leader's command stopping, the release, the watch event,

@@ -16,6 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/leasehold/leasehold/internal/testdeps"
 )
 
 // TestHAControlPlaneBehindHAProxy runs the control plane as an operator
@@ -80,7 +82,7 @@ func TestHAControlPlaneBehindHAProxy(t *testing.T) {
 	coordinated(c.replicas[1].proc.Kubeconfig, "emu-1.31", "1.31.0")
 	coordinated(c.replicas[2].proc.Kubeconfig, "emu-1.32", "1.32.0")
 	coordNS, _, _ := strings.Cut(coord.lease, "/")
-	eventually(t, 20*time.Second, "LeaseCandidates of emu-1.31 and emu-1.32", func() error {
+	testdeps.Eventually(t, 20*time.Second, 200*time.Millisecond, "LeaseCandidates of emu-1.31 and emu-1.32", func() error {
 		for _, name := range []string{"emu-1.31", "emu-1.32"} {
 			if _, err := c.lbClient.CoordinationV1beta1().LeaseCandidates(coordNS).Get(context.Background(), name, metav1.GetOptions{}); err != nil {
 				return err
@@ -92,7 +94,7 @@ func TestHAControlPlaneBehindHAProxy(t *testing.T) {
 	for _, n := range nodes {
 		waitNodeReady(t, c.lbClient, n, fastSlack)
 	}
-	eventually(t, fastSlack, "one RegisteredNode event per node", func() error {
+	testdeps.Eventually(t, fastSlack, 200*time.Millisecond, "one RegisteredNode event per node", func() error {
 		return checkRegisteredNodes(t, c.lbClient, nodes, 1)
 	})
 	w.waitAcks(t, 20, 30*time.Second)
@@ -125,7 +127,7 @@ func TestHAControlPlaneBehindHAProxy(t *testing.T) {
 		}
 	}
 	t.Logf("writes through the balancer paused at most %v around the replica kill", w.longestGap(killedAt, time.Now()).Round(time.Millisecond))
-	eventually(t, fastSlack, "one RegisteredNode event per node and controller term", func() error {
+	testdeps.Eventually(t, fastSlack, 200*time.Millisecond, "one RegisteredNode event per node and controller term", func() error {
 		return checkRegisteredNodes(t, c.lbClient, nodes, c.controllerTerms())
 	})
 
@@ -162,7 +164,7 @@ func TestHAControlPlaneBehindHAProxy(t *testing.T) {
 		t.Errorf("emu-1.31 exited with %d on handing over, want 75", code)
 	}
 	delete(coord.electors, "emu-1.31")
-	eventually(t, 5*time.Second, "the holder watch sees emu-1.29", func() error {
+	testdeps.Eventually(t, 5*time.Second, 200*time.Millisecond, "the holder watch sees emu-1.29", func() error {
 		if got := holders.distinct(); got[len(got)-1] != "emu-1.29" {
 			return fmt.Errorf("holders %v", got)
 		}
@@ -193,7 +195,7 @@ func TestHAControlPlaneBehindHAProxy(t *testing.T) {
 	// The elect leader lost its lease in the outage (longer than its renew
 	// deadline); another leads once the store is back, and mutual
 	// exclusion held through everything.
-	eventually(t, electFailoverBound+fastSlack, "an elect leader after the outage", func() error {
+	testdeps.Eventually(t, electFailoverBound+fastSlack, 200*time.Millisecond, "an elect leader after the outage", func() error {
 		for _, l := range elect.lines() {
 			if l.kind == "start" && l.at > restoredAt {
 				return nil
@@ -203,14 +205,14 @@ func TestHAControlPlaneBehindHAProxy(t *testing.T) {
 	})
 	elect.checkOneAtATime()
 	w.check(t, c.lbClient)
-	eventually(t, fastSlack, "one RegisteredNode event per node and controller term", func() error {
+	testdeps.Eventually(t, fastSlack, 200*time.Millisecond, "one RegisteredNode event per node and controller term", func() error {
 		return checkRegisteredNodes(t, c.lbClient, nodes, c.controllerTerms())
 	})
 	t.Logf("%d controller terms, one RegisteredNode per node in each", c.controllerTerms())
 
 	// Every replica (the restarted one too) has its identity lease again,
 	// whatever was collected while renewals could not reach etcd.
-	eventually(t, 2*replicaIdentityLease+fastSlack, "one identity lease per replica", func() error {
+	testdeps.Eventually(t, 2*replicaIdentityLease+fastSlack, 200*time.Millisecond, "one identity lease per replica", func() error {
 		list, err := c.lbClient.CoordinationV1().Leases(metav1.NamespaceSystem).List(context.Background(),
 			metav1.ListOptions{LabelSelector: "apiserver.kubernetes.io/identity=kube-apiserver"})
 		if err != nil {
@@ -383,7 +385,7 @@ func checkClientsCarriedOn(t *testing.T, c *haCluster, agents []*agentProc, sinc
 			t.Errorf("agent %s gave up a node status update", a.Node)
 		}
 		t.Logf("agent %s: %d error lines (each a request retried)", a.Node, strings.Count(logs, "level=ERROR"))
-		eventually(t, fastRenew+fastSlack, "lease of "+a.Node+" renewed since the kill", func() error {
+		testdeps.Eventually(t, fastRenew+fastSlack, 200*time.Millisecond, "lease of "+a.Node+" renewed since the kill", func() error {
 			l, err := c.lbClient.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(context.Background(), a.Node, metav1.GetOptions{})
 			if err != nil {
 				return err
@@ -412,7 +414,7 @@ func checkRegisteredNodes(t *testing.T, cs kubernetes.Interface, nodes []string,
 // waitNodeReady waits until the node's Ready condition is True.
 func waitNodeReady(t *testing.T, cs kubernetes.Interface, name string, within time.Duration) {
 	t.Helper()
-	eventually(t, within, "node "+name+" Ready", func() error {
+	testdeps.Eventually(t, within, 200*time.Millisecond, "node "+name+" Ready", func() error {
 		n, err := cs.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -448,7 +450,7 @@ func electStarts(h *electHarness) []string {
 func waitElectStart(t *testing.T, h *electHarness, identity string, within time.Duration) electLine {
 	t.Helper()
 	var found electLine
-	eventually(t, within, identity+" leads", func() error {
+	testdeps.Eventually(t, within, 200*time.Millisecond, identity+" leads", func() error {
 		for _, l := range h.lines() {
 			if l.kind == "start" && l.identity == identity {
 				found = l

@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/leasehold/leasehold/internal/testdeps"
 )
 
 // Shortened timings for the node scenarios: an 8 s lease renewed every 2 s,
@@ -153,7 +155,7 @@ func readyCondition(n *corev1.Node) *corev1.NodeCondition {
 func (c *nodeCluster) waitReady(name string, timeout time.Duration) *corev1.Node {
 	c.t.Helper()
 	var node *corev1.Node
-	eventually(c.t, timeout, "node "+name+" Ready without unreachable taints", func() error {
+	testdeps.Eventually(c.t, timeout, 200*time.Millisecond, "node "+name+" Ready without unreachable taints", func() error {
 		n, err := c.node(name)
 		if err != nil {
 			return err
@@ -175,7 +177,7 @@ func (c *nodeCluster) waitReady(name string, timeout time.Duration) *corev1.Node
 func (c *nodeCluster) waitUnreachable(name string, timeout time.Duration) *corev1.Node {
 	c.t.Helper()
 	var node *corev1.Node
-	eventually(c.t, timeout, "node "+name+" Ready=Unknown with unreachable NoSchedule and NoExecute taints", func() error {
+	testdeps.Eventually(c.t, timeout, 200*time.Millisecond, "node "+name+" Ready=Unknown with unreachable NoSchedule and NoExecute taints", func() error {
 		n, err := c.node(name)
 		if err != nil {
 			return err
@@ -232,7 +234,7 @@ func effectsOf(ts []corev1.Taint) string {
 func (c *nodeCluster) waitOwnedLease(name string, nodeUID types.UID, timeout time.Duration) *coordinationv1.Lease {
 	c.t.Helper()
 	var lease *coordinationv1.Lease
-	eventually(c.t, timeout, "lease "+name+" owned by node uid "+string(nodeUID), func() error {
+	testdeps.Eventually(c.t, timeout, 200*time.Millisecond, "lease "+name+" owned by node uid "+string(nodeUID), func() error {
 		l, err := c.lease(name)
 		if err != nil {
 			return err
@@ -249,7 +251,7 @@ func (c *nodeCluster) waitOwnedLease(name string, nodeUID types.UID, timeout tim
 // waitLeaseGone waits until the node's lease is NotFound.
 func (c *nodeCluster) waitLeaseGone(name string, timeout time.Duration) {
 	c.t.Helper()
-	eventually(c.t, timeout, "lease "+name+" garbage-collected", func() error {
+	testdeps.Eventually(c.t, timeout, 200*time.Millisecond, "lease "+name+" garbage-collected", func() error {
 		l, err := c.lease(name)
 		switch {
 		case apierrors.IsNotFound(err):
@@ -279,7 +281,7 @@ func (c *nodeCluster) nodeEvents(name string) ([]corev1.Event, error) {
 func (c *nodeCluster) waitNodeEvent(name, reason, message string, timeout time.Duration) corev1.Event {
 	c.t.Helper()
 	var found corev1.Event
-	eventually(c.t, timeout, "event "+reason+" for node "+name, func() error {
+	testdeps.Eventually(c.t, timeout, 200*time.Millisecond, "event "+reason+" for node "+name, func() error {
 		events, err := c.nodeEvents(name)
 		if err != nil {
 			return err
@@ -319,7 +321,7 @@ func (c *nodeCluster) kubectlNodeStatus() map[string]string {
 // (node name -> STATUS).
 func (c *nodeCluster) waitKubectlNodeStatus(want map[string]string, timeout time.Duration) {
 	c.t.Helper()
-	eventually(c.t, timeout, fmt.Sprintf("kubectl get nodes shows %v", want), func() error {
+	testdeps.Eventually(c.t, timeout, 200*time.Millisecond, fmt.Sprintf("kubectl get nodes shows %v", want), func() error {
 		got := c.kubectlNodeStatus()
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			return fmt.Errorf("kubectl get nodes shows %v", got)

@@ -14,6 +14,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/leasehold/leasehold/internal/testdeps"
 )
 
 // microTimeRE is a metav1.MicroTime as the seed's renewTime prints it
@@ -57,7 +59,7 @@ func TestNodeHeartbeatLeases(t *testing.T) {
 	// renewTime advances, on the same object, about every renew interval.
 	firstRenew := mustMicroTime(t, first, "spec", "renewTime")
 	var second map[string]any
-	eventually(t, 2*fastRenew+fastSlack, "renewTime of "+name+" advances", func() error {
+	testdeps.Eventually(t, 2*fastRenew+fastSlack, 200*time.Millisecond, "renewTime of "+name+" advances", func() error {
 		second = leaseYAML(t, c, name)
 		if mustMicroTime(t, second, "spec", "renewTime").After(firstRenew) {
 			return nil

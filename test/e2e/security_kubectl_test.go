@@ -2,7 +2,7 @@ package e2e
 
 // The security model as kubectl users meet it, in every kubectl version the
 // machine ships: `kubectl auth whoami`, `kubectl auth can-i` (one verb, and
-// --list), and a least-privilege elector whose Role the README documents.
+// --list), and a least-privilege elector whose Role docs/security.md documents.
 
 import (
 	"fmt"
@@ -10,9 +10,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/testdeps"
 )
 
-// electorRole is the Role the README documents for `leasehold elect
+// electorRole is the Role docs/security.md documents for `leasehold elect
 // --lease kube-system/orders-writer`: create the lease, read, watch and renew
 // that one lease, and record the LeaderElection events.
 const electorRole = `apiVersion: rbac.authorization.k8s.io/v1
@@ -114,7 +116,7 @@ func TestSecurityLeastPrivilegeElector(t *testing.T) {
 	if first.identity != "elector-1" {
 		t.Fatalf("first leader %q", first.identity)
 	}
-	eventually(t, 20*time.Second, "the lease names the elector", func() error {
+	testdeps.Eventually(t, 20*time.Second, 200*time.Millisecond, "the lease names the elector", func() error {
 		out := adminK.run("get", "lease", "orders-writer", "-n", "kube-system", "-o", "jsonpath={.spec.holderIdentity}")
 		if out != "elector-1" {
 			return fmt.Errorf("holder %q", out)

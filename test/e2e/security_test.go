@@ -23,6 +23,8 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/leasehold/leasehold/internal/testdeps"
 )
 
 const (
@@ -117,7 +119,7 @@ func TestSecurityUsersAndTokens(t *testing.T) {
 	admin.allowed("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
 		`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"readers-view"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"view"},"subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"Group","name":"readers"}]}`,
 		http.StatusCreated)
-	eventually(t, 10*time.Second, "the reader's binding takes effect", func() error {
+	testdeps.Eventually(t, 10*time.Second, 200*time.Millisecond, "the reader's binding takes effect", func() error {
 		if code, b := reader.do("GET", leasePath("kube-system", ""), ""); code != http.StatusOK {
 			return fmt.Errorf("list leases as reader: %d %s", code, b)
 		}
@@ -136,7 +138,7 @@ func TestSecurityUsersAndTokens(t *testing.T) {
 		`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"reader-rbac-writer","namespace":"default"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"rbac-writer"},"subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"User","name":"reader"}]}`,
 		http.StatusCreated)
 	escalating := `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"reader-edit","namespace":"default"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"edit"},"subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"User","name":"reader"}]}`
-	eventually(t, 10*time.Second, "the escalation check refuses the reader's binding to edit", func() error {
+	testdeps.Eventually(t, 10*time.Second, 200*time.Millisecond, "the escalation check refuses the reader's binding to edit", func() error {
 		code, b := reader.do("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings", escalating)
 		if code != http.StatusForbidden || !strings.Contains(string(b), `rolebindings.rbac.authorization.k8s.io \"reader-edit\" is forbidden: user \"reader\" (groups=[\"readers\" \"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:`) {
 			return fmt.Errorf("binding to edit as reader: %d %s", code, b)
@@ -155,7 +157,7 @@ func TestSecurityUsersAndTokens(t *testing.T) {
 	admin.allowed("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
 		`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"reader-bind-edit"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"bind-edit"},"subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"User","name":"reader"}]}`,
 		http.StatusCreated)
-	eventually(t, 10*time.Second, "bind lets the reader bind edit", func() error {
+	testdeps.Eventually(t, 10*time.Second, 200*time.Millisecond, "bind lets the reader bind edit", func() error {
 		if code, b := reader.do("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings", escalating); code != http.StatusCreated {
 			return fmt.Errorf("binding to edit with bind: %d %s", code, b)
 		}
@@ -166,7 +168,7 @@ func TestSecurityUsersAndTokens(t *testing.T) {
 	temp := c.callerWithToken("temp", tokenTemp)
 	temp.forbidden("GET", "/api/v1/nodes", "", forbiddenMsg("temp", "list", "nodes", "", "", "", ""))
 	c.writeTokens(strings.Replace(initialTokens, tokenTemp+",temp,uid-temp\n", "", 1) + "new-token-41d9,newbie,uid-newbie,\"system:masters\"\n")
-	eventually(t, 10*time.Second, "the revoked token is refused", func() error {
+	testdeps.Eventually(t, 10*time.Second, 200*time.Millisecond, "the revoked token is refused", func() error {
 		if code, _ := temp.do("GET", "/api/v1/nodes", ""); code != http.StatusUnauthorized {
 			return fmt.Errorf("revoked token: %d", code)
 		}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/leasehold/leasehold/internal/clock"
 	"github.com/leasehold/leasehold/internal/watchcache"
 )
 
@@ -126,7 +127,7 @@ func (s *CacheSource) watch(ctx context.Context, prefix string) {
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Error("watching RBAC objects", "prefix", prefix, "err", err)
-				sleep(ctx, time.Second)
+				clock.Sleep(ctx, time.Second)
 			}
 			continue
 		}
@@ -244,13 +245,4 @@ func collect[T runtime.Object](objs map[string]runtime.Object, bad *[]string) []
 		}
 	}
 	return out
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/leasehold/leasehold/internal/request"
 	"github.com/leasehold/leasehold/internal/storage"
 	"github.com/leasehold/leasehold/internal/storage/embedded"
+	"github.com/leasehold/leasehold/internal/testdeps"
 	"github.com/leasehold/leasehold/internal/watchcache"
 )
 
@@ -138,18 +139,6 @@ func startSource(t *testing.T, objs ...metav1.Object) *fixture {
 	return f
 }
 
-// eventually polls cond until it holds or 10 s pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestCacheSourceFollowsTheCache(t *testing.T) {
 	f := startSource(t,
 		role("apps", "elector", rule(strs("get", "update"), leaseGroup, strs("leases"))),
@@ -175,20 +164,20 @@ func TestCacheSourceFollowsTheCache(t *testing.T) {
 	// then the ClusterRole.
 	put(f, clusterBinding("editors", "edit-leases", group("editors")))
 	put(f, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "other"}})
-	eventually(t, "the missing ClusterRole in the reason", func() bool {
+	testdeps.Eventually(t, 10*time.Second, 5*time.Millisecond, "the missing ClusterRole in the reason", func() bool {
 		_, _, err := z.Authorize(context.Background(), &request.Attributes{User: request.User{Name: "x", Groups: strs("editors")}, ResourceRequest: true, Verb: "get"})
 		reason := NewRulesReviewer(f.src).RulesFor(context.Background(), request.User{Name: "x", Groups: strs("editors")}, "").EvaluationError
 		return err == nil && reason == `clusterrole.rbac.authorization.k8s.io "edit-leases" not found`
 	})
 	put(f, clusterRole("edit-leases", rule(strs("*"), leaseGroup, strs("leases"))))
 	put(f, clusterBinding("editors", "edit-leases", group("editors"), user("bob")))
-	eventually(t, "bob allowed", func() bool { d, _ := ask("bob"); return d == authz.DecisionAllow })
+	testdeps.Eventually(t, 10*time.Second, 5*time.Millisecond, "bob allowed", func() bool { d, _ := ask("bob"); return d == authz.DecisionAllow })
 
 	// Updates and deletions take permissions away.
 	put(f, role("apps", "elector", rule(strs("get"), leaseGroup, strs("leases"))))
-	eventually(t, "elector's update refused", func() bool { d, _ := ask("elector"); return d == authz.DecisionNoOpinion })
+	testdeps.Eventually(t, 10*time.Second, 5*time.Millisecond, "elector's update refused", func() bool { d, _ := ask("elector"); return d == authz.DecisionNoOpinion })
 	remove(f, clusterBinding("editors", "", nil...))
-	eventually(t, "bob refused", func() bool { d, _ := ask("bob"); return d == authz.DecisionNoOpinion })
+	testdeps.Eventually(t, 10*time.Second, 5*time.Millisecond, "bob refused", func() bool { d, _ := ask("bob"); return d == authz.DecisionNoOpinion })
 	if got := len(f.src.Policy().ClusterRoleBindings()); got != 0 {
 		t.Errorf("%d ClusterRoleBindings left", got)
 	}

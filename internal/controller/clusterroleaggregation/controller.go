@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/leasehold/leasehold/internal/clock"
 	"github.com/leasehold/leasehold/internal/controller"
 	"github.com/leasehold/leasehold/internal/watchcache"
 )
@@ -68,7 +69,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		if err != nil {
 			if ctx.Err() == nil {
 				c.log.Error("watching cluster roles", "err", err)
-				sleep(ctx, retryAfter)
+				clock.Sleep(ctx, retryAfter)
 			}
 			continue
 		}
@@ -149,14 +150,5 @@ func (c *Controller) aggregate(ctx context.Context, role *rbacv1.ClusterRole, al
 		return nil
 	default:
 		return fmt.Errorf("updating cluster role %s: %w", role.Name, err)
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
 	}
 }

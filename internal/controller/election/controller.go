@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/leasehold/leasehold/internal/clock"
 	"github.com/leasehold/leasehold/internal/controller"
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/watchcache"
@@ -101,7 +102,7 @@ func (c *Controller) watch(ctx context.Context, prefix string, restart func(), h
 		if err != nil {
 			if ctx.Err() == nil {
 				c.log.Error("watching", "prefix", prefix, "err", err)
-				sleep(ctx, time.Second)
+				clock.Sleep(ctx, time.Second)
 			}
 			continue
 		}
@@ -110,15 +111,6 @@ func (c *Controller) watch(ctx context.Context, prefix string, restart func(), h
 			handle(ev)
 		}
 		w.Stop()
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
 	}
 }
 

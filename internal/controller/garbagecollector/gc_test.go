@@ -13,6 +13,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/controller/garbagecollector"
 	"github.com/leasehold/leasehold/internal/server/servertest"
+	"github.com/leasehold/leasehold/internal/testdeps"
 )
 
 // TestGarbageCollector runs every scenario against one real server, each in
@@ -118,7 +119,7 @@ func testForeground(t *testing.T, c kubernetes.Interface, ns string) {
 
 	waitLeaseGone(t, c, ns, plain.Name)
 	for _, name := range []string{blocking.Name, nonBlocking.Name} {
-		eventually(t, name+" marked for deletion", func() (bool, error) {
+		testdeps.Eventually(t, waitTimeout, 10*time.Millisecond, name+" marked for deletion", func() (bool, error) {
 			l := getLease(t, c, ns, name)
 			return l != nil && l.DeletionTimestamp != nil, nil
 		})
@@ -149,7 +150,7 @@ func testOneOfTwoOwners(t *testing.T, c kubernetes.Interface, ns string) {
 	b := createLease(t, c, ns, "owner-b", nil)
 	dep := createLease(t, c, ns, "dep", nil, leaseRef(a, false), leaseRef(b, false))
 	deleteLease(t, c, ns, a.Name, nil)
-	eventually(t, "reference to the deleted owner removed", func() (bool, error) {
+	testdeps.Eventually(t, waitTimeout, 10*time.Millisecond, "reference to the deleted owner removed", func() (bool, error) {
 		l := getLease(t, c, ns, dep.Name)
 		if l == nil {
 			t.Fatal("dependent with a live owner was deleted")
@@ -199,7 +200,7 @@ func testCrossNamespaceOwner(t *testing.T, c kubernetes.Interface, ns string) {
 // waitWarning waits for the OwnerRefInvalidNamespace event about an object.
 func waitWarning(t *testing.T, c kubernetes.Interface, ns, name string, uid types.UID) {
 	t.Helper()
-	eventually(t, "OwnerRefInvalidNamespace event", func() (bool, error) {
+	testdeps.Eventually(t, waitTimeout, 10*time.Millisecond, "OwnerRefInvalidNamespace event", func() (bool, error) {
 		list, err := c.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return false, err
@@ -239,7 +240,7 @@ func TestForegroundDeletionAcrossRestart(t *testing.T) {
 	owner := createLease(t, c, ns, "owner", nil)
 	dep := createLease(t, c, ns, "dep", []string{"example.com/hold"}, leaseRef(owner, true))
 	deleteLease(t, c, ns, owner.Name, ptr(metav1.DeletePropagationForeground))
-	eventually(t, "dependent marked for deletion", func() (bool, error) {
+	testdeps.Eventually(t, waitTimeout, 10*time.Millisecond, "dependent marked for deletion", func() (bool, error) {
 		l := getLease(t, c, ns, dep.Name)
 		return l != nil && l.DeletionTimestamp != nil, nil
 	})

@@ -12,30 +12,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/leasehold/leasehold/internal/testdeps"
 )
 
 // waitTimeout bounds every wait for the collector; it normally acts within
 // milliseconds.
 const waitTimeout = 10 * time.Second
-
-// eventually polls cond until it is true or waitTimeout passes.
-func eventually(t *testing.T, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		ok, err := cond()
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, waitTimeout)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 // leaseRef is an owner reference to a lease.
 func leaseRef(l *coordinationv1.Lease, block bool) metav1.OwnerReference {
@@ -70,7 +53,7 @@ func getLease(t *testing.T, c kubernetes.Interface, ns, name string) *coordinati
 
 func waitLeaseGone(t *testing.T, c kubernetes.Interface, ns, name string) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("lease %s/%s deleted", ns, name), func() (bool, error) {
+	testdeps.Eventually(t, waitTimeout, 10*time.Millisecond, fmt.Sprintf("lease %s/%s deleted", ns, name), func() (bool, error) {
 		return getLease(t, c, ns, name) == nil, nil
 	})
 }

@@ -19,27 +19,10 @@ import (
 	"github.com/leasehold/leasehold/internal/controller/namespaces"
 	"github.com/leasehold/leasehold/internal/served"
 	"github.com/leasehold/leasehold/internal/server/servertest"
+	"github.com/leasehold/leasehold/internal/testdeps"
 )
 
 const waitFor = 15 * time.Second
-
-func eventually(t *testing.T, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for {
-		ok, err := cond()
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, waitFor)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 // startWithController runs a server and a namespace controller on its
 // client (until `serve` runs one itself), both stopped when the test ends.
@@ -116,7 +99,7 @@ func TestNamespaceDeletionRemovesItsContent(t *testing.T) {
 	}
 
 	// The controller deletes what it can and reports what is held.
-	eventually(t, "free leases and events deleted, the held one reported", func() (bool, error) {
+	testdeps.Eventually(t, waitFor, 20*time.Millisecond, "free leases and events deleted, the held one reported", func() (bool, error) {
 		leases, err := c.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
@@ -150,7 +133,7 @@ func TestNamespaceDeletionRemovesItsContent(t *testing.T) {
 	if _, err := c.CoordinationV1().Leases(ns).Patch(ctx, "l0", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "namespace gone", func() (bool, error) {
+	testdeps.Eventually(t, waitFor, 20*time.Millisecond, "namespace gone", func() (bool, error) {
 		_, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
