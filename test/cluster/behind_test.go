@@ -77,7 +77,7 @@ func TestLeaseholdBehindACluster(t *testing.T) {
 		// the same host: behind a cluster Leasehold runs no controllers.
 		// (kube-apiserver re-creates its own in Leasehold at its next
 		// renewal after the route, within 10 s.)
-		eventually(t, 30*time.Second, "kube-apiserver's identity lease, alone", func() error {
+		testdeps.Eventually(t, 30*time.Second, 200*time.Millisecond, "kube-apiserver's identity lease, alone", func() error {
 			l, err := b.direct.CoordinationV1().Leases("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "apiserver.kubernetes.io/identity"})
 			if err != nil {
 				return err
