@@ -185,8 +185,16 @@ func (s *Server) writeObject(w http.ResponseWriter, code int, n negotiated, obj 
 	s.out.Object(w, code, n.info, s.jsonInfo, n.pretty, obj)
 }
 
-// notAcceptable is the 406 for an Accept header no response form fits.
-func (s *Server) notAcceptable() error { return respond.NotAcceptable(s.neg.MediaTypes()) }
+// accept opens every verb that answers with an object or a list: the
+// response form negotiated from the request's Accept header (isList: the
+// answer is a list), or the 406 when no form it names can be served.
+func (s *Server) accept(r *http.Request, isList bool) (negotiated, error) {
+	n, ok := s.negotiate(r.Header.Get("Accept"), isList)
+	if !ok {
+		return n, respond.NotAcceptable(s.neg.MediaTypes())
+	}
+	return n, nil
+}
 
 // unsupportedMediaType is the 415 for a body in a format not decoded.
 func (s *Server) unsupportedMediaType() error {

@@ -63,9 +63,9 @@ func (s *Server) parseDeleteOptions(r *http.Request) (metav1.DeleteOptions, erro
 }
 
 func (s *Server) delete(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
-	n, ok := s.negotiate(r.Header.Get("Accept"), false)
-	if !ok {
-		return s.notAcceptable()
+	n, err := s.accept(r, false)
+	if err != nil {
+		return err
 	}
 	opts, err := s.parseDeleteOptions(r)
 	if err != nil {
@@ -254,9 +254,9 @@ func (s *Server) finishDelete(ctx context.Context, res *registry.Resource, key s
 }
 
 func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
-	n, ok := s.negotiate(r.Header.Get("Accept"), true)
-	if !ok {
-		return s.notAcceptable()
+	n, err := s.accept(r, true)
+	if err != nil {
+		return err
 	}
 	o, err := s.parseListOptions(res, r.URL.Query(), false)
 	if err != nil {

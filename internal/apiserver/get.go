@@ -9,9 +9,9 @@ import (
 )
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
-	n, ok := s.negotiate(r.Header.Get("Accept"), false)
-	if !ok {
-		return s.notAcceptable()
+	n, err := s.accept(r, false)
+	if err != nil {
+		return err
 	}
 	rv, err := readRV(r.URL.Query().Get("resourceVersion"))
 	if err != nil {

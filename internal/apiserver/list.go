@@ -92,9 +92,9 @@ func validateListOptions(o *metav1.ListOptions, watch bool) field.ErrorList {
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
-	n, ok := s.negotiate(r.Header.Get("Accept"), true)
-	if !ok {
-		return s.notAcceptable()
+	n, err := s.accept(r, true)
+	if err != nil {
+		return err
 	}
 	o, err := s.parseListOptions(res, r.URL.Query(), false)
 	if err != nil {

@@ -27,9 +27,9 @@ import (
 const maxPatchRetries = 5
 
 func (s *Server) patch(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
-	n, ok := s.negotiate(r.Header.Get("Accept"), false)
-	if !ok {
-		return s.notAcceptable()
+	n, err := s.accept(r, false)
+	if err != nil {
+		return err
 	}
 	wo, err := parseWriteOptions(r)
 	if err != nil {

@@ -16,17 +16,19 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/leasehold/leasehold/internal/apiserver/respond"
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/watchcache"
 )
 
 func (s *Server) watch(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
-	n, ok := s.negotiate(r.Header.Get("Accept"), false)
-	if !ok {
-		return s.notAcceptable()
+	n, err := s.accept(r, false)
+	if err != nil {
+		return err
 	}
 	if n.info.StreamSerializer == nil {
-		return s.notAcceptable()
+		// A form the answer could take, but not as a stream.
+		return respond.NotAcceptable(s.neg.MediaTypes())
 	}
 	q := r.URL.Query()
 	o, err := s.parseListOptions(res, q, true)

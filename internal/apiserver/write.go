@@ -34,11 +34,10 @@ type writeRequest struct {
 // decodes the body of a POST or PUT.
 func (s *Server) readWriteRequest(r *http.Request, res *registry.Resource) (writeRequest, error) {
 	var wr writeRequest
-	var ok bool
-	if wr.n, ok = s.negotiate(r.Header.Get("Accept"), false); !ok {
-		return wr, s.notAcceptable()
-	}
 	var err error
+	if wr.n, err = s.accept(r, false); err != nil {
+		return wr, err
+	}
 	if wr.opts, err = parseWriteOptions(r); err != nil {
 		return wr, err
 	}
