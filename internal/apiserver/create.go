@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/leasehold/leasehold/internal/admission"
+	"github.com/leasehold/leasehold/internal/objects"
 	"github.com/leasehold/leasehold/internal/registry"
 )
 
@@ -74,26 +75,26 @@ func (s *Server) createObject(ctx context.Context, res *registry.Resource, names
 		return nil, err
 	}
 	key := res.Key(acc.GetNamespace(), acc.GetName())
-	value, err := s.encodeForStorage(obj)
+	value, err := s.form.Encode(obj)
 	if err != nil {
 		return nil, err
 	}
 	if wo.dryRun {
-		if existing, _ := s.getCurrent(ctx, res, key, -1); existing != nil {
+		if existing, _ := s.objects.Current(ctx, res, key, -1); existing != nil {
 			return nil, apierrors.NewAlreadyExists(res.GroupResource(), acc.GetName())
 		}
 		return obj, nil
 	}
 	rev, err := s.cfg.Store.Create(ctx, key, value)
 	if err != nil {
-		return nil, storeError(res, acc.GetName(), key, err)
+		return nil, objects.StorageError(res, acc.GetName(), key, err)
 	}
 	acc.SetResourceVersion(strconv.FormatInt(rev, 10))
 	return obj, nil
 }
 
 func validateCreate(res *registry.Resource, obj runtime.Object) field.ErrorList {
-	om, err := objectMeta(obj)
+	om, err := objects.ObjectMeta(obj)
 	if err != nil {
 		return field.ErrorList{field.InternalError(field.NewPath("metadata"), err)}
 	}
@@ -111,9 +112,9 @@ func (s *Server) namespaceExists(ctx context.Context, namespace string) error {
 		return nil
 	}
 	// A namespace seen in the cache exists; only a miss needs a consistent read.
-	obj, err := s.getCurrent(ctx, nsRes, nsRes.Key("", namespace), 0)
+	obj, err := s.objects.Current(ctx, nsRes, nsRes.Key("", namespace), 0)
 	if err == nil && obj == nil {
-		obj, err = s.getCurrent(ctx, nsRes, nsRes.Key("", namespace), -1)
+		obj, err = s.objects.Current(ctx, nsRes, nsRes.Key("", namespace), -1)
 	}
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/leasehold/leasehold/internal/admission"
+	"github.com/leasehold/leasehold/internal/objects"
 	"github.com/leasehold/leasehold/internal/registry"
 )
 
@@ -106,7 +107,7 @@ func (s *Server) deleteObject(ctx context.Context, res *registry.Resource, names
 	key := res.Key(namespace, name)
 	dryRun := len(opts.DryRun) > 0
 	for attempt := 0; ; attempt++ {
-		cur, err := s.getCurrent(ctx, res, key, -1)
+		cur, err := s.objects.Current(ctx, res, key, -1)
 		if err != nil {
 			return nil, false, err
 		}
@@ -130,7 +131,7 @@ func (s *Server) deleteObject(ctx context.Context, res *registry.Resource, names
 		if err := s.admit(ctx, admission.Delete, namespace, name, nil, cur, dryRun); err != nil {
 			return nil, false, err
 		}
-		rev, _ := parseRV(acc.GetResourceVersion())
+		rev, _ := objects.ParseResourceVersion(acc.GetResourceVersion())
 		finalizers := deletionFinalizers(acc.GetFinalizers(), opts.PropagationPolicy)
 		if res.PrepareForDelete != nil {
 			// The kind may keep the object while it is emptied (a
@@ -219,7 +220,7 @@ func (s *Server) markDeleting(ctx context.Context, res *registry.Resource, key s
 		acc.SetDeletionGracePeriodSeconds(&zero)
 	}
 	acc.SetFinalizers(finalizers)
-	expected, err := parseRV(acc.GetResourceVersion())
+	expected, err := objects.ParseResourceVersion(acc.GetResourceVersion())
 	if err != nil {
 		return nil, err
 	}
@@ -227,13 +228,13 @@ func (s *Server) markDeleting(ctx context.Context, res *registry.Resource, key s
 		return obj, nil
 	}
 	acc.SetResourceVersion("")
-	value, err := s.encodeForStorage(obj)
+	value, err := s.form.Encode(obj)
 	if err != nil {
 		return nil, err
 	}
 	rev, err := s.cfg.Store.Update(ctx, key, expected, value)
 	if err != nil {
-		return nil, storeError(res, acc.GetName(), key, err)
+		return nil, objects.StorageError(res, acc.GetName(), key, err)
 	}
 	acc.SetResourceVersion(strconv.FormatInt(rev, 10))
 	return obj, nil
@@ -247,7 +248,7 @@ func (s *Server) finishDelete(ctx context.Context, res *registry.Resource, key s
 	}
 	_, delRev, err := s.cfg.Store.Delete(ctx, key, rev)
 	if err != nil {
-		return nil, storeError(res, acc.GetName(), key, err)
+		return nil, objects.StorageError(res, acc.GetName(), key, err)
 	}
 	acc.SetResourceVersion(strconv.FormatInt(delRev, 10))
 	return obj, nil
@@ -266,7 +267,7 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, res *r
 	if err != nil {
 		return err
 	}
-	if err := s.waitFresh(r.Context(), -1); err != nil {
+	if err := s.objects.WaitFresh(r.Context(), -1); err != nil {
 		return err
 	}
 	items, rev := s.cfg.Cache.List(res.KeyPrefix(info.namespace), o.pred.matcher(res))
@@ -284,7 +285,7 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, res *r
 			return err
 		}
 		deleted = append(deleted, obj)
-		if delRV, _ := parseRV(mustRV(obj)); delRV > rev {
+		if delRV, _ := objects.ParseResourceVersion(mustRV(obj)); delRV > rev {
 			rev = delRV
 		}
 	}

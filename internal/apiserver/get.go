@@ -5,6 +5,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/leasehold/leasehold/internal/objects"
 	"github.com/leasehold/leasehold/internal/registry"
 )
 
@@ -13,14 +14,14 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, res *registry.Resou
 	if err != nil {
 		return err
 	}
-	rv, err := readRV(r.URL.Query().Get("resourceVersion"))
+	rv, err := objects.ReadResourceVersion(r.URL.Query().Get("resourceVersion"))
 	if err != nil {
 		return err
 	}
 	if n, err = withTableOptions(n, r.URL.Query()); err != nil {
 		return err
 	}
-	obj, err := s.getCurrent(r.Context(), res, res.Key(info.namespace, info.name), rv)
+	obj, err := s.objects.Current(r.Context(), res, res.Key(info.namespace, info.name), rv)
 	if err != nil {
 		return err
 	}

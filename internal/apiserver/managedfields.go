@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
+	"github.com/leasehold/leasehold/internal/objects"
 	"github.com/leasehold/leasehold/internal/registry"
 )
 
@@ -94,8 +95,8 @@ func (s *Server) renewalManagedFields(res *registry.Resource, subresource string
 	if res.ChangedFields == nil || subresource != "" {
 		return false
 	}
-	liveMeta, err1 := objectMeta(live)
-	newMeta, err2 := objectMeta(obj)
+	liveMeta, err1 := objects.ObjectMeta(live)
+	newMeta, err2 := objects.ObjectMeta(obj)
 	if err1 != nil || err2 != nil || len(liveMeta.ManagedFields) != 1 {
 		return false
 	}

@@ -88,7 +88,7 @@ func (s *Server) mergePatch(ctx context.Context, res *registry.Resource, info re
 	key := res.Key(info.namespace, info.name)
 	var lastErr error
 	for attempt := 0; attempt < maxPatchRetries; attempt++ {
-		cur, err := s.getCurrent(ctx, res, key, -1)
+		cur, err := s.objects.Current(ctx, res, key, -1)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -196,7 +196,7 @@ func (s *Server) applyPatch(ctx context.Context, res *registry.Resource, info re
 	wo.managedFieldsDone = true
 	var lastErr error
 	for attempt := 0; attempt < maxPatchRetries; attempt++ {
-		cur, err := s.getCurrent(ctx, res, key, -1)
+		cur, err := s.objects.Current(ctx, res, key, -1)
 		if err != nil {
 			return nil, false, nil, err
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/leasehold/leasehold/internal/authn"
 	"github.com/leasehold/leasehold/internal/authz"
 	"github.com/leasehold/leasehold/internal/intern"
+	"github.com/leasehold/leasehold/internal/objects"
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/request"
 	"github.com/leasehold/leasehold/internal/storage"
@@ -34,10 +35,11 @@ type Config struct {
 	Store     storage.Interface
 	Cache     *watchcache.Cache
 	// Intern, when set, is the table Cache's decoder interns with
-	// (StorageDecoder). With it, and a Store that is a storage.ObjectWriter,
+	// (objects.NewForm). With it, and a Store that is a storage.ObjectWriter,
 	// an update of a resource with HandOffUpdates interns the object it
-	// writes and hands it to the cache (StorageAdopter), which then does
-	// not decode the stored value: a renewal decoded its lease twice.
+	// writes and hands it to the cache (objects.Form.CacheOptions' Adopt),
+	// which then does not decode the stored value: a renewal decoded its
+	// lease twice.
 	Intern *intern.Table
 	// TypeConverter enables managedFields and server-side apply.
 	TypeConverter managedfields.TypeConverter
@@ -79,11 +81,13 @@ type Config struct {
 
 // Server serves the resource API.
 type Server struct {
-	cfg        Config
-	codecs     serializer.CodecFactory
-	storageEnc runtime.Encoder
-	storageDec runtime.Decoder
-	managers   map[*registry.Resource]*fieldManagers
+	cfg    Config
+	codecs serializer.CodecFactory
+	// form is the stored form of objects, objects the object layer over
+	// the store and the cache (package objects).
+	form     *objects.Form
+	objects  *objects.Store
+	managers map[*registry.Resource]*fieldManagers
 	// fieldSets memoizes parsed managedFields sets, which repeat.
 	fieldSets *boundedCache[*fieldpath.Set]
 	// neg negotiates responses and out writes them (package respond);
@@ -143,7 +147,8 @@ func New(cfg Config) (*Server, error) {
 		logger: cfg.Logger,
 		now:    cfg.Now,
 	}
-	s.storageEnc, s.storageDec = newStorageCodec(cfg.Scheme)
+	s.form = objects.NewForm(cfg.Scheme, cfg.Resources, cfg.Intern)
+	s.objects = objects.NewStore(cfg.Store, cfg.Cache, s.form, cfg.Metrics.StorageReads)
 	s.fieldSets = newBoundedCache(4096, parseFieldSet)
 	s.neg = respond.NewNegotiator(s.codecs.SupportedMediaTypes())
 	s.out = respond.NewWriter(cfg.Logger)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/leasehold/leasehold/internal/admission"
+	"github.com/leasehold/leasehold/internal/objects"
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/storage"
 )
@@ -100,13 +101,6 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, res *registry.Re
 	return s.respondWritten(w, res, wr.n, out, stored, created, wr.warnings)
 }
 
-// conflict is the 409 a stale resourceVersion gets.
-func conflict(res *registry.Resource, name string) error {
-	return apierrors.NewConflict(res.GroupResource(), name, errors.New(registryConflictMsg))
-}
-
-const registryConflictMsg = "the object has been modified; please apply your changes to the latest version and try again"
-
 // uidPreconditionFailed is the 409 kube-apiserver's etcd3 store gives a PUT
 // whose body uid does not match the stored object (or there is none).
 func uidPreconditionFailed(res *registry.Resource, key, name, want, have string) error {
@@ -127,7 +121,7 @@ func (s *Server) updateObject(ctx context.Context, res *registry.Resource, info 
 	// The uid the request carries: storeUpdate fills in the stored one when
 	// it carries none.
 	reqUID := string(acc.GetUID())
-	reqRV, err := parseRV(acc.GetResourceVersion())
+	reqRV, err := objects.ParseResourceVersion(acc.GetResourceVersion())
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -140,7 +134,7 @@ func (s *Server) updateObject(ctx context.Context, res *registry.Resource, info 
 	if minRV == 0 {
 		minRV = -1
 	}
-	cur, err := s.getCurrent(ctx, res, key, minRV)
+	cur, err := s.objects.Current(ctx, res, key, minRV)
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -163,7 +157,7 @@ func (s *Server) updateObject(ctx context.Context, res *registry.Resource, info 
 		return out, nil, created, err
 	}
 	if strconv.FormatInt(reqRV, 10) != old.GetResourceVersion() {
-		return nil, nil, false, conflict(res, info.name)
+		return nil, nil, false, objects.Conflict(res, info.name)
 	}
 	out, stored, err := s.storeUpdate(ctx, res, key, info.subresource, cur, obj, wo)
 	if reqUID != "" && isNotFoundOf(err, res, info.name) {
@@ -214,10 +208,10 @@ func (s *Server) checkNotFuture(ctx context.Context, res *registry.Resource, nam
 	}
 	storeRV, err := s.cfg.Store.CurrentRevision(ctx)
 	if err != nil {
-		return storeError(res, name, "current revision", err)
+		return objects.StorageError(res, name, "current revision", err)
 	}
 	if reqRV > storeRV {
-		return conflict(res, name)
+		return objects.Conflict(res, name)
 	}
 	return nil
 }
@@ -228,7 +222,7 @@ func (s *Server) checkNotFuture(ctx context.Context, res *registry.Resource, nam
 func (s *Server) unconditionalUpdate(ctx context.Context, res *registry.Resource, info requestInfo, key string, obj runtime.Object, wo writeOptions) (runtime.Object, bool, error) {
 	var lastErr error
 	for attempt := 0; attempt < maxPatchRetries; attempt++ {
-		cur, err := s.getCurrent(ctx, res, key, -1)
+		cur, err := s.objects.Current(ctx, res, key, -1)
 		if err != nil {
 			return nil, false, err
 		}
@@ -265,7 +259,7 @@ func (s *Server) storeUpdate(ctx context.Context, res *registry.Resource, key, s
 		return nil, nil, err
 	}
 	if rv := acc.GetResourceVersion(); rv != "" && rv != old.GetResourceVersion() {
-		return nil, nil, conflict(res, acc.GetName())
+		return nil, nil, objects.Conflict(res, acc.GetName())
 	}
 	// Fields clients may not change on update keep their stored values, as
 	// rest.BeforeUpdate does; the immutable ones are validated below.
@@ -296,12 +290,12 @@ func (s *Server) storeUpdate(ctx context.Context, res *registry.Resource, key, s
 	if err := s.admit(ctx, admission.Update, acc.GetNamespace(), acc.GetName(), obj, cur, wo.dryRun); err != nil {
 		return nil, nil, err
 	}
-	expected, err := parseRV(old.GetResourceVersion())
+	expected, err := objects.ParseResourceVersion(old.GetResourceVersion())
 	if err != nil {
 		return nil, nil, err
 	}
 	acc.SetResourceVersion("")
-	value, err := s.encodeForStorage(obj)
+	value, err := s.form.Encode(obj)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -332,7 +326,7 @@ func (s *Server) storeUpdate(ctx context.Context, res *registry.Resource, key, s
 		rev, err = s.cfg.Store.Update(ctx, key, expected, value)
 	}
 	if err != nil {
-		return nil, nil, storeError(res, acc.GetName(), key, err)
+		return nil, nil, objects.StorageError(res, acc.GetName(), key, err)
 	}
 	acc.SetResourceVersion(strconv.FormatInt(rev, 10))
 	return obj, value, nil
@@ -356,8 +350,8 @@ func shallowCopy(obj runtime.Object) (runtime.Object, metav1.Object, error) {
 }
 
 func validateUpdate(res *registry.Resource, obj, old runtime.Object) field.ErrorList {
-	om, err1 := objectMeta(obj)
-	oldOM, err2 := objectMeta(old)
+	om, err1 := objects.ObjectMeta(obj)
+	oldOM, err2 := objects.ObjectMeta(old)
 	if err := errors.Join(err1, err2); err != nil {
 		return field.ErrorList{field.InternalError(field.NewPath("metadata"), err)}
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/admission"
 	"github.com/leasehold/leasehold/internal/audit"
+	"github.com/leasehold/leasehold/internal/objects"
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/request"
 )
@@ -270,7 +271,7 @@ func (s *Server) decodeObject(res *registry.Resource, info runtime.SerializerInf
 	obj := res.New()
 	gvk := res.GroupVersionKind()
 	if info.MediaType == runtime.ContentTypeProtobuf {
-		if done, err := unmarshalEnveloped(body, gvk, obj); done {
+		if done, err := objects.UnmarshalEnveloped(body, gvk, obj); done {
 			if err != nil {
 				return nil, nil, apierrors.NewBadRequest(decodeErrorMessage(err))
 			}

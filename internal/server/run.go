@@ -25,6 +25,7 @@ import (
 	"github.com/leasehold/leasehold/internal/controller/rbacbootstrap"
 	"github.com/leasehold/leasehold/internal/discovery"
 	"github.com/leasehold/leasehold/internal/intern"
+	"github.com/leasehold/leasehold/internal/objects"
 	"github.com/leasehold/leasehold/internal/openapi"
 	"github.com/leasehold/leasehold/internal/registry"
 	nsregistry "github.com/leasehold/leasehold/internal/registry/namespace"
@@ -80,18 +81,14 @@ func Run(ctx context.Context, cfg Config) error {
 	// One intern table for the cache's decoder and the API server, which
 	// hands the objects it writes to the cache interned (Config.Intern).
 	table := intern.New()
-	cache := watchcache.New(store, watchcache.Options{
+	cache := watchcache.New(store, objects.NewForm(scheme, stored, table).CacheOptions(watchcache.Options{
 		Prefix:           "/registry/",
-		Decode:           apiserver.StorageDecoder(scheme, stored, table),
-		Adopt:            apiserver.StorageAdopter(stored),
-		Encode:           apiserver.StorageEncoder(scheme),
 		ColdAfter:        cfg.WatchCacheColdAfter,
-		SameSelection:    apiserver.SameSelection(stored),
 		Window:           cfg.WatchCacheWindow,
 		BookmarkInterval: cfg.BookmarkInterval,
 		WatcherBuffer:    1000,
 		Logger:           log,
-	})
+	}))
 	var authorizer *authorizationChain
 	if cl != nil {
 		authorizer, err = newClusterAuthorization(cfg, cl, log)
