@@ -20,11 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
+	"github.com/leasehold/leasehold/internal/objects"
 	"github.com/leasehold/leasehold/internal/registry"
 )
-
-// maxPatchRetries bounds retries of a patch that lost a race with another writer.
-const maxPatchRetries = 5
 
 func (s *Server) patch(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
 	n, err := s.accept(r, false)
@@ -87,7 +85,7 @@ func (s *Server) objectJSON(obj runtime.Object) ([]byte, error) {
 func (s *Server) mergePatch(ctx context.Context, res *registry.Resource, info requestInfo, pt types.PatchType, patch []byte, wo writeOptions) (runtime.Object, []string, error) {
 	key := res.Key(info.namespace, info.name)
 	var lastErr error
-	for attempt := 0; attempt < maxPatchRetries; attempt++ {
+	for attempt := 0; attempt < objects.MaxRetries; attempt++ {
 		cur, err := s.objects.Current(ctx, res, key, -1)
 		if err != nil {
 			return nil, nil, err
@@ -110,7 +108,7 @@ func (s *Server) mergePatch(ctx context.Context, res *registry.Resource, info re
 		if err := checkPatchedIdentity(res, info, obj); err != nil {
 			return nil, nil, err
 		}
-		out, _, err := s.storeUpdate(ctx, res, key, info.subresource, cur, obj, wo)
+		out, _, err := s.objects.UpdateFrom(ctx, res, key, info.subresource, cur, obj, wo.WriteOptions)
 		if err == nil {
 			return out, warnings, nil
 		}
@@ -168,13 +166,13 @@ func checkPatchedIdentity(res *registry.Resource, info requestInfo, obj runtime.
 	if acc.GetName() != info.name {
 		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", acc.GetName(), info.name))
 	}
-	return checkNamespaceMatch(res, acc, info.namespace)
+	return objects.CheckNamespace(res, acc, info.namespace)
 }
 
 // applyPatch is server-side apply: apimachinery's field manager merges the
 // applied configuration into the live object and tracks ownership.
 func (s *Server) applyPatch(ctx context.Context, res *registry.Resource, info requestInfo, patch []byte, wo writeOptions, force bool) (runtime.Object, bool, []string, error) {
-	fm := s.fieldManager(res, info.subresource)
+	fm := s.objects.FieldManager(res, info.subresource)
 	if fm == nil {
 		return nil, false, nil, apierrors.NewBadRequest("server-side apply is not available: no type information")
 	}
@@ -193,9 +191,9 @@ func (s *Server) applyPatch(ctx context.Context, res *registry.Resource, info re
 		return nil, false, nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", applied.GetName(), info.name))
 	}
 	key := res.Key(info.namespace, info.name)
-	wo.managedFieldsDone = true
+	wo.ManagedFieldsDone = true
 	var lastErr error
-	for attempt := 0; attempt < maxPatchRetries; attempt++ {
+	for attempt := 0; attempt < objects.MaxRetries; attempt++ {
 		cur, err := s.objects.Current(ctx, res, key, -1)
 		if err != nil {
 			return nil, false, nil, err
@@ -210,7 +208,7 @@ func (s *Server) applyPatch(ctx context.Context, res *registry.Resource, info re
 		} else {
 			live = live.DeepCopyObject()
 		}
-		out, err := fm.Apply(live, applied, wo.fieldManager, force)
+		out, err := fm.Apply(live, applied, wo.FieldManager, force)
 		if err != nil {
 			var st apierrors.APIStatus
 			if errors.As(err, &st) {
@@ -222,7 +220,7 @@ func (s *Server) applyPatch(ctx context.Context, res *registry.Resource, info re
 		}
 		out.GetObjectKind().SetGroupVersionKind(res.GroupVersionKind())
 		if cur == nil {
-			created, err := s.createObject(ctx, res, info.namespace, out, wo)
+			created, err := s.objects.Create(ctx, res, info.namespace, out, wo.WriteOptions)
 			if apierrors.IsAlreadyExists(err) {
 				lastErr = err
 				continue
@@ -235,7 +233,7 @@ func (s *Server) applyPatch(ctx context.Context, res *registry.Resource, info re
 			curAcc, _ := meta.Accessor(cur)
 			acc.SetResourceVersion(curAcc.GetResourceVersion())
 		}
-		updated, _, err := s.storeUpdate(ctx, res, key, info.subresource, cur, out, wo)
+		updated, _, err := s.objects.UpdateFrom(ctx, res, key, info.subresource, cur, out, wo.WriteOptions)
 		if err == nil {
 			return updated, false, nil, nil
 		}

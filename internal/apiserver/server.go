@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/managedfields"
-	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/leasehold/leasehold/internal/admission"
 	"github.com/leasehold/leasehold/internal/apiserver/respond"
@@ -85,11 +84,8 @@ type Server struct {
 	codecs serializer.CodecFactory
 	// form is the stored form of objects, objects the object layer over
 	// the store and the cache (package objects).
-	form     *objects.Form
-	objects  *objects.Store
-	managers map[*registry.Resource]*fieldManagers
-	// fieldSets memoizes parsed managedFields sets, which repeat.
-	fieldSets *boundedCache[*fieldpath.Set]
+	form    *objects.Form
+	objects *objects.Store
 	// neg negotiates responses and out writes them (package respond);
 	// jsonInfo is the JSON serializer, for patches and fallbacks.
 	neg      *respond.Negotiator
@@ -100,10 +96,7 @@ type Server struct {
 	// answers holds the protobuf answers to writes spliced from their
 	// stored encoding (respondWritten).
 	answers byteBuffers
-	// stamps and ownedKeys serve the renewal shortcut (managedfields.go).
-	stamps    secondStamps
-	ownedKeys byteBuffers
-	limits    *limiter
+	limits  *limiter
 	// cancellations summarizes requests their clients abandoned.
 	cancellations cancellationLog
 	// noWriteDeadlines is set once a watch met a writer without deadlines
@@ -148,15 +141,24 @@ func New(cfg Config) (*Server, error) {
 		now:    cfg.Now,
 	}
 	s.form = objects.NewForm(cfg.Scheme, cfg.Resources, cfg.Intern)
-	s.objects = objects.NewStore(cfg.Store, cfg.Cache, s.form, cfg.Metrics.StorageReads)
-	s.fieldSets = newBoundedCache(4096, parseFieldSet)
 	s.neg = respond.NewNegotiator(s.codecs.SupportedMediaTypes())
 	s.out = respond.NewWriter(cfg.Logger)
 	s.jsonInfo, _ = s.neg.SerializerFor(runtime.ContentTypeJSON)
-	managers, err := newFieldManagers(cfg)
+	objs, err := objects.NewStore(objects.Config{
+		Resources:     cfg.Resources,
+		Scheme:        cfg.Scheme,
+		Storage:       cfg.Store,
+		Cache:         cfg.Cache,
+		Form:          s.form,
+		Intern:        cfg.Intern,
+		TypeConverter: cfg.TypeConverter,
+		Admission:     cfg.Admission,
+		StorageReads:  cfg.Metrics.StorageReads,
+		Now:           cfg.Now,
+	})
 	if err != nil {
 		return nil, err
 	}
-	s.managers = managers
+	s.objects = objs
 	return s, nil
 }
