@@ -78,10 +78,14 @@ func (s *Store) Update(ctx context.Context, res *registry.Resource, namespace, n
 		out, created, err := s.unconditionalUpdate(ctx, res, name, subresource, key, obj, wo)
 		return out, nil, created, err
 	}
-	if strconv.FormatInt(reqRV, 10) != old.GetResourceVersion() {
+	curRV, err := ParseResourceVersion(old.GetResourceVersion())
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if reqRV != curRV {
 		return nil, nil, false, Conflict(res, name)
 	}
-	out, stored, err := s.UpdateFrom(ctx, res, key, subresource, cur, obj, wo)
+	out, stored, err := s.updateFrom(ctx, res, key, subresource, cur, curRV, obj, wo)
 	if reqUID != "" && isNotFoundOf(err, res, name) {
 		// The cache still held an object the store no longer has (deleted
 		// a moment ago): a uid precondition fails as it would have with a
@@ -172,6 +176,16 @@ func (s *Store) unconditionalUpdate(ctx context.Context, res *registry.Resource,
 // obj's storage encoding, which has an empty resourceVersion and is
 // shared with the store: read it, never change it.
 func (s *Store) UpdateFrom(ctx context.Context, res *registry.Resource, key, subresource string, cur, obj runtime.Object, wo WriteOptions) (runtime.Object, []byte, error) {
+	curRV, err := ParseResourceVersion(ResourceVersionOf(cur))
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.updateFrom(ctx, res, key, subresource, cur, curRV, obj, wo)
+}
+
+// updateFrom is UpdateFrom given cur's revision, curRV, which the write
+// expects the key to be at.
+func (s *Store) updateFrom(ctx context.Context, res *registry.Resource, key, subresource string, cur runtime.Object, curRV int64, obj runtime.Object, wo WriteOptions) (runtime.Object, []byte, error) {
 	acc, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, nil, err
@@ -212,10 +226,6 @@ func (s *Store) UpdateFrom(ctx context.Context, res *registry.Resource, key, sub
 	if err := s.admit(ctx, admission.Update, acc.GetNamespace(), acc.GetName(), obj, cur, wo.DryRun); err != nil {
 		return nil, nil, err
 	}
-	expected, err := ParseResourceVersion(old.GetResourceVersion())
-	if err != nil {
-		return nil, nil, err
-	}
 	acc.SetResourceVersion("")
 	value, err := s.form.Encode(obj)
 	if err != nil {
@@ -229,7 +239,7 @@ func (s *Store) UpdateFrom(ctx context.Context, res *registry.Resource, key, sub
 		// The last finalizer is gone (the kind's own too: a terminating
 		// namespace's status update must not delete it before its content
 		// is): the pending deletion completes now.
-		out, err := s.finishDelete(ctx, res, key, expected, obj)
+		out, err := s.finishDelete(ctx, res, key, curRV, obj)
 		return out, nil, err
 	}
 	var rev int64
@@ -243,9 +253,9 @@ func (s *Store) UpdateFrom(ctx context.Context, res *registry.Resource, key, sub
 		if obj, acc, err = shallowCopy(obj); err != nil {
 			return nil, nil, err
 		}
-		rev, err = ow.UpdateObject(ctx, key, expected, value, handed)
+		rev, err = ow.UpdateObject(ctx, key, curRV, value, handed)
 	} else {
-		rev, err = s.storage.Update(ctx, key, expected, value)
+		rev, err = s.storage.Update(ctx, key, curRV, value)
 	}
 	if err != nil {
 		return nil, nil, StorageError(res, acc.GetName(), key, err)
