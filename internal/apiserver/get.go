@@ -3,8 +3,6 @@ package apiserver
 import (
 	"net/http"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
 	"github.com/leasehold/leasehold/internal/objects"
 	"github.com/leasehold/leasehold/internal/registry"
 )
@@ -21,12 +19,9 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, res *registry.Resou
 	if n, err = withTableOptions(n, r.URL.Query()); err != nil {
 		return err
 	}
-	obj, err := s.objects.Current(r.Context(), res, res.Key(info.namespace, info.name), rv)
+	obj, err := s.objects.Get(r.Context(), res, info.namespace, info.name, rv)
 	if err != nil {
 		return err
-	}
-	if obj == nil {
-		return apierrors.NewNotFound(res.GroupResource(), info.name)
 	}
 	out, err := s.transform(res, n, obj, false, false)
 	if err != nil {

@@ -81,43 +81,33 @@ func (s *Server) objectJSON(obj runtime.Object) ([]byte, error) {
 }
 
 // mergePatch applies a JSON, merge or strategic merge patch to the current
-// object, retrying from a fresh read if another writer won the race.
+// object, retrying from a fresh read if another writer won the race (unless
+// the patch carried its own resourceVersion).
 func (s *Server) mergePatch(ctx context.Context, res *registry.Resource, info requestInfo, pt types.PatchType, patch []byte, wo writeOptions) (runtime.Object, []string, error) {
-	key := res.Key(info.namespace, info.name)
-	var lastErr error
-	for attempt := 0; attempt < objects.MaxRetries; attempt++ {
-		cur, err := s.objects.Current(ctx, res, key, -1)
-		if err != nil {
-			return nil, nil, err
-		}
-		if cur == nil {
-			return nil, nil, apierrors.NewNotFound(res.GroupResource(), info.name)
-		}
+	var patched []byte
+	var warnings []string
+	out, err := s.objects.GuaranteedUpdate(ctx, res, info.namespace, info.name, info.subresource, wo.WriteOptions, func(cur runtime.Object) (runtime.Object, error) {
 		curJSON, err := s.objectJSON(cur)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		patched, err := applyPatchBytes(res, pt, curJSON, patch)
-		if err != nil {
-			return nil, nil, err
+		if patched, err = applyPatchBytes(res, pt, curJSON, patch); err != nil {
+			return nil, err
 		}
-		obj, warnings, err := s.decodeObject(res, s.jsonInfo, patched, wo.fieldValidation)
+		obj, w, err := s.decodeObject(res, s.jsonInfo, patched, wo.fieldValidation)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if err := checkPatchedIdentity(res, info, obj); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		out, _, err := s.objects.UpdateFrom(ctx, res, key, info.subresource, cur, obj, wo.WriteOptions)
-		if err == nil {
-			return out, warnings, nil
-		}
-		if !apierrors.IsConflict(err) || patchSetsResourceVersion(patched, cur) {
-			return nil, nil, err
-		}
-		lastErr = err
+		warnings = w
+		return obj, nil
+	}, func(cur runtime.Object) bool { return !patchSetsResourceVersion(patched, cur) })
+	if err != nil {
+		return nil, nil, err
 	}
-	return nil, nil, lastErr
+	return out, warnings, nil
 }
 
 // patchSetsResourceVersion tells whether the patch itself carried a

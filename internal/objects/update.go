@@ -30,6 +30,19 @@ func uidPreconditionFailed(res *registry.Resource, key, name, want, have string)
 		"StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: %s, UID in object meta: %s", key, want, have))
 }
 
+// Get returns the object namespace/name at least as new as minRV (see
+// Current), or the 404.
+func (s *Store) Get(ctx context.Context, res *registry.Resource, namespace, name string, minRV int64) (runtime.Object, error) {
+	obj, err := s.Current(ctx, res, res.Key(namespace, name), minRV)
+	if err != nil {
+		return nil, err
+	}
+	if obj == nil {
+		return nil, apierrors.NewNotFound(res.GroupResource(), name)
+	}
+	return obj, nil
+}
+
 // Update replaces the stored object namespace/name (or its subresource)
 // with obj (a PUT), creating it when the resource allows create-on-update.
 // obj is owned by the caller. A conditional update also returns the storage
@@ -75,8 +88,8 @@ func (s *Store) Update(ctx context.Context, res *registry.Resource, namespace, n
 			return nil, nil, false, apierrors.NewInvalid(kindFor(res), name, field.ErrorList{
 				field.Invalid(field.NewPath("metadata", "resourceVersion"), int64(0), "must be specified for an update")})
 		}
-		out, created, err := s.unconditionalUpdate(ctx, res, name, subresource, key, obj, wo)
-		return out, nil, created, err
+		out, err := s.unconditionalUpdate(ctx, res, namespace, name, subresource, obj, wo)
+		return out, nil, false, err
 	}
 	curRV, err := ParseResourceVersion(old.GetResourceVersion())
 	if err != nil {
@@ -142,32 +155,51 @@ func (s *Store) checkNotFuture(ctx context.Context, res *registry.Resource, name
 	return nil
 }
 
-// unconditionalUpdate writes obj over whatever is stored, retrying when
-// another writer gets in between, as kube-apiserver does for resources that
-// allow updates without a resourceVersion (nodes, events, namespaces).
-func (s *Store) unconditionalUpdate(ctx context.Context, res *registry.Resource, name, subresource, key string, obj runtime.Object, wo WriteOptions) (runtime.Object, bool, error) {
+// GuaranteedUpdate updates namespace/name (or its subresource) from its
+// current state, again from a fresh read when another writer gets in
+// between, at most MaxRetries times: an update without a resourceVersion
+// (for resources that allow it: nodes, events, namespaces) and a patch.
+// tryUpdate turns the current object (the cache's, shared: never change
+// it) into the object to write; after a conflict, mayRetry (nil: always)
+// says whether to try again, and a patch that carried its own
+// resourceVersion says no. A missing object is 404.
+func (s *Store) GuaranteedUpdate(ctx context.Context, res *registry.Resource, namespace, name, subresource string, wo WriteOptions, tryUpdate func(cur runtime.Object) (runtime.Object, error), mayRetry func(cur runtime.Object) bool) (runtime.Object, error) {
+	key := res.Key(namespace, name)
 	var lastErr error
 	for attempt := 0; attempt < MaxRetries; attempt++ {
 		cur, err := s.Current(ctx, res, key, -1)
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		if cur == nil {
-			return nil, false, apierrors.NewNotFound(res.GroupResource(), name)
+			return nil, apierrors.NewNotFound(res.GroupResource(), name)
 		}
-		next := obj.DeepCopyObject()
-		acc, err := meta.Accessor(next)
+		obj, err := tryUpdate(cur)
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
-		acc.SetResourceVersion(ResourceVersionOf(cur))
-		out, _, err := s.UpdateFrom(ctx, res, key, subresource, cur, next, wo)
-		if !apierrors.IsConflict(err) {
-			return out, false, err
+		out, _, err := s.UpdateFrom(ctx, res, key, subresource, cur, obj, wo)
+		if !apierrors.IsConflict(err) || (mayRetry != nil && !mayRetry(cur)) {
+			return out, err
 		}
 		lastErr = err
 	}
-	return nil, false, lastErr
+	return nil, lastErr
+}
+
+// unconditionalUpdate writes obj over whatever is stored, as
+// kube-apiserver does for resources that allow updates without a
+// resourceVersion.
+func (s *Store) unconditionalUpdate(ctx context.Context, res *registry.Resource, namespace, name, subresource string, obj runtime.Object, wo WriteOptions) (runtime.Object, error) {
+	return s.GuaranteedUpdate(ctx, res, namespace, name, subresource, wo, func(cur runtime.Object) (runtime.Object, error) {
+		next := obj.DeepCopyObject()
+		acc, err := meta.Accessor(next)
+		if err != nil {
+			return nil, err
+		}
+		acc.SetResourceVersion(ResourceVersionOf(cur))
+		return next, nil
+	}, nil)
 }
 
 // UpdateFrom finishes an update of cur (the stored object) to obj: it keeps
