@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"mime"
 	"net/http"
@@ -162,8 +161,7 @@ func checkPatchedIdentity(res *registry.Resource, info requestInfo, obj runtime.
 // applyPatch is server-side apply: apimachinery's field manager merges the
 // applied configuration into the live object and tracks ownership.
 func (s *Server) applyPatch(ctx context.Context, res *registry.Resource, info requestInfo, patch []byte, wo writeOptions, force bool) (runtime.Object, bool, []string, error) {
-	fm := s.objects.FieldManager(res, info.subresource)
-	if fm == nil {
+	if s.objects.FieldManager(res, info.subresource) == nil {
 		return nil, false, nil, apierrors.NewBadRequest("server-side apply is not available: no type information")
 	}
 	applied := &unstructured.Unstructured{}
@@ -180,57 +178,6 @@ func (s *Server) applyPatch(ctx context.Context, res *registry.Resource, info re
 	if applied.GetName() != info.name {
 		return nil, false, nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", applied.GetName(), info.name))
 	}
-	key := res.Key(info.namespace, info.name)
-	wo.ManagedFieldsDone = true
-	var lastErr error
-	for attempt := 0; attempt < objects.MaxRetries; attempt++ {
-		cur, err := s.objects.Current(ctx, res, key, -1)
-		if err != nil {
-			return nil, false, nil, err
-		}
-		live := cur
-		if live == nil {
-			if info.subresource != "" {
-				return nil, false, nil, apierrors.NewNotFound(res.GroupResource(), info.name)
-			}
-			live = res.New()
-			live.GetObjectKind().SetGroupVersionKind(res.GroupVersionKind())
-		} else {
-			live = live.DeepCopyObject()
-		}
-		out, err := fm.Apply(live, applied, wo.FieldManager, force)
-		if err != nil {
-			var st apierrors.APIStatus
-			if errors.As(err, &st) {
-				return nil, false, nil, err
-			}
-			// The applied configuration does not fit the schema (an unknown
-			// field, a wrong type): the client's fault, so a 400, not a 500.
-			return nil, false, nil, apierrors.NewBadRequest(err.Error())
-		}
-		out.GetObjectKind().SetGroupVersionKind(res.GroupVersionKind())
-		if cur == nil {
-			created, err := s.objects.Create(ctx, res, info.namespace, out, wo.WriteOptions)
-			if apierrors.IsAlreadyExists(err) {
-				lastErr = err
-				continue
-			}
-			return created, err == nil, nil, err
-		}
-		if acc, err := meta.Accessor(out); err == nil && applied.GetResourceVersion() == "" {
-			// The applied configuration carries no precondition: write
-			// against the state the merge was computed from.
-			curAcc, _ := meta.Accessor(cur)
-			acc.SetResourceVersion(curAcc.GetResourceVersion())
-		}
-		updated, _, err := s.objects.UpdateFrom(ctx, res, key, info.subresource, cur, out, wo.WriteOptions)
-		if err == nil {
-			return updated, false, nil, nil
-		}
-		if !apierrors.IsConflict(err) || applied.GetResourceVersion() != "" {
-			return nil, false, nil, err
-		}
-		lastErr = err
-	}
-	return nil, false, nil, lastErr
+	out, created, err := s.objects.Apply(ctx, res, info.namespace, info.name, info.subresource, applied, force, wo.WriteOptions)
+	return out, created, nil, err
 }
