@@ -170,13 +170,3 @@ func (s *Store) finishDelete(ctx context.Context, res *registry.Resource, key st
 	acc.SetResourceVersion(strconv.FormatInt(delRev, 10))
 	return obj, nil
 }
-
-// ResourceVersionOf returns obj's resourceVersion, or "" when it has no
-// metadata.
-func ResourceVersionOf(obj runtime.Object) string {
-	acc, err := meta.Accessor(obj)
-	if err != nil {
-		return ""
-	}
-	return acc.GetResourceVersion()
-}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -43,4 +44,14 @@ func CheckNamespace(res *registry.Resource, acc metav1.Object, namespace string)
 		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
 	}
 	return nil
+}
+
+// ResourceVersionOf returns obj's resourceVersion, or "" when it has no
+// metadata.
+func ResourceVersionOf(obj runtime.Object) string {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return ""
+	}
+	return acc.GetResourceVersion()
 }
