@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/leasehold/leasehold/internal/apiserver/respond"
+	"github.com/leasehold/leasehold/internal/objects"
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/request"
 )
@@ -93,7 +94,7 @@ func (s *Server) respond(w http.ResponseWriter, res *registry.Resource, n negoti
 // respondWritten is respond for the object a write stored, given its
 // storage encoding stored (nil if unknown). When the client takes the
 // object itself in protobuf, the answer is stored with the object's new
-// resourceVersion spliced in (withResourceVersion), the bytes encoding the
+// resourceVersion spliced in (objects.WithResourceVersion), the bytes encoding the
 // object would give, without encoding it again; every other answer is
 // respond's.
 func (s *Server) respondWritten(w http.ResponseWriter, res *registry.Resource, n negotiated, obj runtime.Object, stored []byte, created bool, warnings []string) error {
@@ -105,7 +106,7 @@ func (s *Server) respondWritten(w http.ResponseWriter, res *registry.Resource, n
 		return err
 	}
 	buf := s.answers.get()
-	body, ok := withResourceVersion((*buf)[:0], stored, acc.GetResourceVersion())
+	body, ok := objects.WithResourceVersion((*buf)[:0], stored, acc.GetResourceVersion())
 	if !ok {
 		s.answers.put(buf, body)
 		return s.respond(w, res, n, obj, created, warnings)
@@ -142,7 +143,7 @@ func writeWarnings(w http.ResponseWriter, warnings []string) {
 // the negotiated encoding, or JSON when the client asked for a form a
 // Status cannot take.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	st := respond.StatusFor(storeUnavailable(err))
+	st := respond.StatusFor(objects.StoreUnavailable(err))
 	if clientGone(r.Context()) {
 		// Whatever went wrong, the client is gone: the record says so
 		// (not a server fault), and the log gets a summary, not a line.
@@ -185,8 +186,16 @@ func (s *Server) writeObject(w http.ResponseWriter, code int, n negotiated, obj 
 	s.out.Object(w, code, n.info, s.jsonInfo, n.pretty, obj)
 }
 
-// notAcceptable is the 406 for an Accept header no response form fits.
-func (s *Server) notAcceptable() error { return respond.NotAcceptable(s.neg.MediaTypes()) }
+// accept opens every verb that answers with an object or a list: the
+// response form negotiated from the request's Accept header (isList: the
+// answer is a list), or the 406 when no form it names can be served.
+func (s *Server) accept(r *http.Request, isList bool) (negotiated, error) {
+	n, ok := s.negotiate(r.Header.Get("Accept"), isList)
+	if !ok {
+		return n, respond.NotAcceptable(s.neg.MediaTypes())
+	}
+	return n, nil
+}
 
 // unsupportedMediaType is the 415 for a body in a format not decoded.
 func (s *Server) unsupportedMediaType() error {
@@ -219,7 +228,7 @@ func (s *Server) transform(res *registry.Resource, n negotiated, obj runtime.Obj
 }
 
 func toPartial(obj runtime.Object) (*metav1.PartialObjectMetadata, error) {
-	om, err := objectMeta(obj)
+	om, err := objects.ObjectMeta(obj)
 	if err != nil {
 		return nil, err
 	}

@@ -23,42 +23,64 @@
 // default). In-process clients (LoopbackConfig) pass the same stages under
 // the identity their code gave them.
 //
-// HTTP plumbing is kept apart from verb semantics: package respond
+// HTTP is kept apart from what an object means: package respond
 // negotiates and encodes (shared with internal/discovery), answer.go turns
 // objects into the negotiated representation and errors into Status bodies,
 // write.go reads write requests; create.go, update.go, patch.go, delete.go,
-// get.go, list.go, watch.go and review.go hold what each verb means.
+// get.go, list.go, watch.go and review.go each turn one verb's request into
+// calls of the object layer, package internal/objects (preconditions,
+// server-owned metadata, validation, managed fields, admission, the store's
+// conditional writes and freshness reads, the stored form), and its answer
+// into a response.
 //
 // # A renewal's path
 //
 // A lease renewal (PUT /apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/X)
-// reads, in order, in these files:
+// runs synchronously from the socket to the disk and back through these
+// files, each with one role:
 //
-//  1. pipeline.go: ServeHTTP, the stages in order; the verb stage finds the
+//  1. internal/connguard: the connection's limits and deadlines, between
+//     the listener and net/http (TLS and HTTP/2 are the standard library's).
+//  2. pipeline.go: ServeHTTP, the stages in order; the verb stage finds the
 //     resource, checks the path's scope and calls update.
-//  2. requestinfo.go: the URL and method as the record's Attributes.
-//  3. authenticate.go: the caller (Config.Authenticator), or 401.
-//  4. audit.go: the request's audit ID (Audit-ID) and, with an Auditor,
+//  3. requestinfo.go: the URL and method as the record's Attributes.
+//  4. authenticate.go: the caller (Config.Authenticator), or 401.
+//  5. audit.go: the request's audit ID (Audit-ID) and, with an Auditor,
 //     the policy's level and the RequestReceived event.
-//  5. limits.go: the in-flight and per-user limits (or 429), and the
+//  6. limits.go: the in-flight and per-user limits (or 429), and the
 //     request's deadline (--request-timeout, ?timeout=).
-//  6. authorize.go: Config.Authorizer's decision, or 403.
-//  7. update.go: what an update means: the body names the URL's object, its
-//     resourceVersion is the stored one's, server-owned metadata is kept,
-//     validation, admission, the conditional write and its hand-off to the
-//     watch cache.
-//  8. write.go: reading a write request: options, the body, its decoding,
-//     and the admission call.
-//  9. managedfields.go: managedFields, with the renewal shortcut.
-//  10. stored.go: the stored object the update starts from (the watch
-//     cache, or the store while the cache lags), the protobuf envelope and
-//     the stored encoding.
-//  11. answer.go: the updated lease in the negotiated representation.
-//  12. respond/respond.go: negotiation and the pooled response encoder.
+//  7. authorize.go: Config.Authorizer's decision, or 403.
+//  8. update.go: the PUT in HTTP terms: the body names the URL's object,
+//     then one call of objects.Store.Update, then the answer.
+//  9. write.go: reading a write request: the Accept header (answer.go's
+//     accept, or 406), options, the body and its decoding (a protobuf
+//     body through objects/envelope.go).
+//  10. objects/update.go: what an update means: the uid and
+//     resourceVersion preconditions, server-owned metadata, then
+//     validation, managed fields, admission and the conditional write.
+//  11. objects/resourceversion.go: the request's resourceVersion, parsed
+//     once into the integer the store compares.
+//  12. objects/fresh.go: the stored object the update starts from (the
+//     watch cache, or the store while the cache lags).
+//  13. objects/validation.go: validation, with the unchanged-metadata
+//     shortcut.
+//  14. objects/managedfields.go: managedFields, with the renewal shortcut.
+//  15. objects/admit.go: the admission call (Config.Admission).
+//  16. objects/form.go: the stored encoding (Kubernetes' protobuf
+//     envelope).
+//  17. internal/storage/embedded/committer.go: the conditional write: one
+//     committer checks the revision, batches waiting writes and syncs them
+//     to disk together (group commit); the answer returns once synced.
+//  18. answer.go: the updated lease in the negotiated representation (a
+//     protobuf answer spliced from the stored encoding, objects/splice.go).
+//  19. respond/respond.go: negotiation and the pooled response encoder.
 //
 // After the response, the record goes to Config.Finish (metrics.go by
 // default). The lease's own rules (registry/lease: PrepareForUpdate,
 // ValidateUpdate, ChangedFields) are the only per-resource code on the way.
+// Off the synchronous path, the watch cache takes the written lease over
+// (objects/cache.go, the Adopt of Form.CacheOptions) from the store's event.
+// A storage error becomes its Status in objects/errors.go.
 //
 // # The renewal fast path
 //
@@ -69,7 +91,7 @@
 // below proves that its shortcut gives the general path's answer, and falls
 // back to it otherwise:
 //
-//   - managedFields (managedfields.go, renewalManagedFields): when the lease
+//   - managedFields (objects/managedfields.go, renewalManagedFields): when the lease
 //     has one Update entry by the same manager, its metadata is unchanged
 //     and every changed field is already owned by that entry, the result is
 //     that entry with a new time. structured-merge-diff was about 70% of
@@ -82,27 +104,27 @@
 //     timestamp (secondStamps): one allocation a second instead of one a
 //     renewal, and a handful of stamps for 100,000 cached leases.
 //     TestRenewalManagedFieldsMatchesFieldManager checks the equivalence.
-//   - Validation (update.go): metadata equal to the stored object's cannot
-//     fail rules it passed when stored (metaUnchanged; those field paths
+//   - Validation (objects/validation.go): metadata equal to the stored
+//     object's cannot fail rules it passed when stored (metaUnchanged; those field paths
 //     were about a twentieth of a renewal's allocations), and the immutable
 //     fields are compared by hand, not by reflective semantic equality
 //     (about 7% of a renewal's CPU; TestValidateMetaUpdateMatchesApimachinery).
-//   - Decoding (stored.go, unmarshalEnveloped): a protobuf body is
+//   - Decoding (objects/envelope.go, UnmarshalEnveloped): a protobuf body is
 //     decoded straight out of Kubernetes' envelope instead of first copying
 //     the message out of it (those copies were 7% of a 100,000-node server's
 //     allocations).
-//   - Hand-off (update.go, storeUpdate): for resources with
+//   - Hand-off (objects/update.go, UpdateFrom): for resources with
 //     registry.Resource.HandOffUpdates, the written lease is interned with
 //     the watch cache's table (package intern, Config.Intern) and handed to
 //     the cache through storage.ObjectWriter, which adopts it
-//     (StorageAdopter) instead of decoding the stored value again: a
-//     renewal decoded its lease twice (2.6% of the server's CPU and 1 KB of
-//     garbage per renewal in the 100,000-node run).
-//   - Answer (answer.go, respondWritten; stored.go, withResourceVersion):
-//     a protobuf client's answer to an update is the storage encoding just
-//     written, with the new resourceVersion spliced into it, instead of a
-//     second encoding of the same object (about 2% of the server's CPU under
-//     bench max). The generated marshalling writes fields in number order
+//     (objects/cache.go, adopter) instead of decoding the stored value
+//     again: a renewal decoded its lease twice (2.6% of the server's CPU
+//     and 1 KB of garbage per renewal in the 100,000-node run).
+//   - Answer (answer.go, respondWritten; objects/splice.go,
+//     WithResourceVersion): a protobuf client's answer to an update is the
+//     storage encoding just written, with the new resourceVersion spliced
+//     into it, instead of a second encoding of the same object (about 2% of
+//     the server's CPU under bench max). The generated marshalling writes fields in number order
 //     and an empty resourceVersion as a zero-length field, so the splice
 //     gives the serializer's own bytes
 //     (TestWithResourceVersionMatchesSerializer,
@@ -112,13 +134,13 @@
 //     request's deadline enter the context together, one copy of the
 //     request (256 B) instead of two; the deadline runs from arrival as
 //     before, and a bad ?timeout= is still answered at the verb stage.
-//   - Memory (write.go, respond/respond.go, stored.go): request bodies
+//   - Memory (write.go, respond/respond.go, objects): request bodies
 //     are read into recycled buffers that grow as bytes arrive (never from
 //     the announced Content-Length alone), responses
 //     are encoded into pooled buffers and allocators (two to three
 //     allocations fewer per response), the stored encoding is kept
-//     without a copy (singleWriteCapture), and admission reads the
-//     record's attributes in place.
+//     without a copy (objects/form.go, singleWriteCapture), and admission
+//     (objects/admit.go) reads the record's attributes in place.
 //
 // Below the handler, the embedded store recycles its write requests and
 // their answer channels, and connguard reuses one header timer per

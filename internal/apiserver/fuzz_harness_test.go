@@ -28,6 +28,7 @@ import (
 	"github.com/leasehold/leasehold/internal/controller/namespaces"
 	"github.com/leasehold/leasehold/internal/discovery"
 	"github.com/leasehold/leasehold/internal/intern"
+	"github.com/leasehold/leasehold/internal/objects"
 	"github.com/leasehold/leasehold/internal/openapi"
 	nsregistry "github.com/leasehold/leasehold/internal/registry/namespace"
 	"github.com/leasehold/leasehold/internal/request"
@@ -79,15 +80,12 @@ func newFuzzServer(tb testing.TB) *fuzzServer {
 		tb.Fatalf("openapi: %v", err)
 	}
 	table := intern.New()
-	cache := watchcache.New(store, watchcache.Options{
+	cache := watchcache.New(store, objects.NewForm(scheme, resources, table).CacheOptions(watchcache.Options{
 		Prefix:        "/registry/",
-		Decode:        apiserver.StorageDecoder(scheme, resources, table),
-		Adopt:         apiserver.StorageAdopter(resources),
-		SameSelection: apiserver.SameSelection(resources),
 		Window:        10_000,
 		WatcherBuffer: 1000,
 		Logger:        log,
-	})
+	}))
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)

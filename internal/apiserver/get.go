@@ -3,29 +3,25 @@ package apiserver
 import (
 	"net/http"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
+	"github.com/leasehold/leasehold/internal/objects"
 	"github.com/leasehold/leasehold/internal/registry"
 )
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
-	n, ok := s.negotiate(r.Header.Get("Accept"), false)
-	if !ok {
-		return s.notAcceptable()
+	n, err := s.accept(r, false)
+	if err != nil {
+		return err
 	}
-	rv, err := readRV(r.URL.Query().Get("resourceVersion"))
+	rv, err := objects.ReadResourceVersion(r.URL.Query().Get("resourceVersion"))
 	if err != nil {
 		return err
 	}
 	if n, err = withTableOptions(n, r.URL.Query()); err != nil {
 		return err
 	}
-	obj, err := s.getCurrent(r.Context(), res, res.Key(info.namespace, info.name), rv)
+	obj, err := s.objects.Get(r.Context(), res, info.namespace, info.name, rv)
 	if err != nil {
 		return err
-	}
-	if obj == nil {
-		return apierrors.NewNotFound(res.GroupResource(), info.name)
 	}
 	out, err := s.transform(res, n, obj, false, false)
 	if err != nil {

@@ -12,9 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/utils/ptr"
 
-	"github.com/leasehold/leasehold/internal/apiserver"
 	"github.com/leasehold/leasehold/internal/intern"
+	"github.com/leasehold/leasehold/internal/objects"
 	"github.com/leasehold/leasehold/internal/served"
+	"github.com/leasehold/leasehold/internal/watchcache"
 )
 
 // An update of a lease hands the object it wrote to the watch cache, which
@@ -35,7 +36,7 @@ func TestHandedOffLeaseEncodesAsTheStoredOne(t *testing.T) {
 	createNamespace(t, h.api, "kube-node-lease")
 	l.TypeMeta = metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"}
 	current := renewOnce(t, h.api, pb, "POST", path, l, 201)
-	decode := apiserver.StorageDecoder(h.scheme, served.Stored(time.Now), intern.New())
+	decode := objects.NewForm(h.scheme, served.Stored(time.Now), intern.New()).CacheOptions(watchcache.Options{}).Decode
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// cached waits until the cache holds the write that answered answer.

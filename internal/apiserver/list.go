@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/leasehold/leasehold/internal/objects"
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/storage"
 	"github.com/leasehold/leasehold/internal/watchcache"
@@ -92,9 +93,9 @@ func validateListOptions(o *metav1.ListOptions, watch bool) field.ErrorList {
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
-	n, ok := s.negotiate(r.Header.Get("Accept"), true)
-	if !ok {
-		return s.notAcceptable()
+	n, err := s.accept(r, true)
+	if err != nil {
+		return err
 	}
 	o, err := s.parseListOptions(res, r.URL.Query(), false)
 	if err != nil {
@@ -157,7 +158,7 @@ func (s *Server) listObjects(ctx context.Context, res *registry.Resource, namesp
 			return nil, nil, err
 		}
 	case exact:
-		rv, err := parseRV(o.ResourceVersion)
+		rv, err := objects.ParseResourceVersion(o.ResourceVersion)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -166,11 +167,11 @@ func (s *Server) listObjects(ctx context.Context, res *registry.Resource, namesp
 			return nil, nil, err
 		}
 	default:
-		minRV, err := readRV(o.ResourceVersion)
+		minRV, err := objects.ReadResourceVersion(o.ResourceVersion)
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := s.waitFresh(ctx, minRV); err != nil {
+		if err := s.objects.WaitFresh(ctx, minRV); err != nil {
 			if minRV >= 0 || !apierrors.IsTimeout(err) {
 				return nil, nil, err
 			}
@@ -243,7 +244,7 @@ func (s *Server) listFromStorage(ctx context.Context, res *registry.Resource, pr
 			case errors.Is(err, storage.ErrCompacted):
 				return nil, 0, "", apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
 			case errors.Is(err, storage.ErrFutureRevision):
-				return nil, 0, "", tooLargeResourceVersion(rv, s.cfg.Cache.Revision())
+				return nil, 0, "", objects.TooLargeResourceVersion(rv, s.cfg.Cache.Revision())
 			}
 			return nil, 0, "", fmt.Errorf("listing %s: %w", prefix, err)
 		}
@@ -271,7 +272,7 @@ func (s *Server) listFromStorage(ctx context.Context, res *registry.Resource, pr
 }
 
 func (s *Server) decodeKV(res *registry.Resource, value []byte, rev int64) (runtime.Object, error) {
-	return s.DecodeStored(res, value, rev)
+	return s.form.Decode(res, value, rev)
 }
 
 // buildList assembles a typed list of items at revision rev.

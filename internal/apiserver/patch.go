@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"mime"
 	"net/http"
@@ -20,16 +19,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
+	"github.com/leasehold/leasehold/internal/objects"
 	"github.com/leasehold/leasehold/internal/registry"
 )
 
-// maxPatchRetries bounds retries of a patch that lost a race with another writer.
-const maxPatchRetries = 5
-
 func (s *Server) patch(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
-	n, ok := s.negotiate(r.Header.Get("Accept"), false)
-	if !ok {
-		return s.notAcceptable()
+	n, err := s.accept(r, false)
+	if err != nil {
+		return err
 	}
 	wo, err := parseWriteOptions(r)
 	if err != nil {
@@ -83,43 +80,33 @@ func (s *Server) objectJSON(obj runtime.Object) ([]byte, error) {
 }
 
 // mergePatch applies a JSON, merge or strategic merge patch to the current
-// object, retrying from a fresh read if another writer won the race.
+// object, retrying from a fresh read if another writer won the race (unless
+// the patch carried its own resourceVersion).
 func (s *Server) mergePatch(ctx context.Context, res *registry.Resource, info requestInfo, pt types.PatchType, patch []byte, wo writeOptions) (runtime.Object, []string, error) {
-	key := res.Key(info.namespace, info.name)
-	var lastErr error
-	for attempt := 0; attempt < maxPatchRetries; attempt++ {
-		cur, err := s.getCurrent(ctx, res, key, -1)
-		if err != nil {
-			return nil, nil, err
-		}
-		if cur == nil {
-			return nil, nil, apierrors.NewNotFound(res.GroupResource(), info.name)
-		}
+	var patched []byte
+	var warnings []string
+	out, err := s.objects.GuaranteedUpdate(ctx, res, info.namespace, info.name, info.subresource, wo.WriteOptions, func(cur runtime.Object) (runtime.Object, error) {
 		curJSON, err := s.objectJSON(cur)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		patched, err := applyPatchBytes(res, pt, curJSON, patch)
-		if err != nil {
-			return nil, nil, err
+		if patched, err = applyPatchBytes(res, pt, curJSON, patch); err != nil {
+			return nil, err
 		}
-		obj, warnings, err := s.decodeObject(res, s.jsonInfo, patched, wo.fieldValidation)
+		obj, w, err := s.decodeObject(res, s.jsonInfo, patched, wo.fieldValidation)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if err := checkPatchedIdentity(res, info, obj); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		out, _, err := s.storeUpdate(ctx, res, key, info.subresource, cur, obj, wo)
-		if err == nil {
-			return out, warnings, nil
-		}
-		if !apierrors.IsConflict(err) || patchSetsResourceVersion(patched, cur) {
-			return nil, nil, err
-		}
-		lastErr = err
+		warnings = w
+		return obj, nil
+	}, func(cur runtime.Object) bool { return !patchSetsResourceVersion(patched, cur) })
+	if err != nil {
+		return nil, nil, err
 	}
-	return nil, nil, lastErr
+	return out, warnings, nil
 }
 
 // patchSetsResourceVersion tells whether the patch itself carried a
@@ -168,14 +155,13 @@ func checkPatchedIdentity(res *registry.Resource, info requestInfo, obj runtime.
 	if acc.GetName() != info.name {
 		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", acc.GetName(), info.name))
 	}
-	return checkNamespaceMatch(res, acc, info.namespace)
+	return objects.CheckNamespace(res, acc, info.namespace)
 }
 
 // applyPatch is server-side apply: apimachinery's field manager merges the
 // applied configuration into the live object and tracks ownership.
 func (s *Server) applyPatch(ctx context.Context, res *registry.Resource, info requestInfo, patch []byte, wo writeOptions, force bool) (runtime.Object, bool, []string, error) {
-	fm := s.fieldManager(res, info.subresource)
-	if fm == nil {
+	if s.objects.FieldManager(res, info.subresource) == nil {
 		return nil, false, nil, apierrors.NewBadRequest("server-side apply is not available: no type information")
 	}
 	applied := &unstructured.Unstructured{}
@@ -192,57 +178,6 @@ func (s *Server) applyPatch(ctx context.Context, res *registry.Resource, info re
 	if applied.GetName() != info.name {
 		return nil, false, nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", applied.GetName(), info.name))
 	}
-	key := res.Key(info.namespace, info.name)
-	wo.managedFieldsDone = true
-	var lastErr error
-	for attempt := 0; attempt < maxPatchRetries; attempt++ {
-		cur, err := s.getCurrent(ctx, res, key, -1)
-		if err != nil {
-			return nil, false, nil, err
-		}
-		live := cur
-		if live == nil {
-			if info.subresource != "" {
-				return nil, false, nil, apierrors.NewNotFound(res.GroupResource(), info.name)
-			}
-			live = res.New()
-			live.GetObjectKind().SetGroupVersionKind(res.GroupVersionKind())
-		} else {
-			live = live.DeepCopyObject()
-		}
-		out, err := fm.Apply(live, applied, wo.fieldManager, force)
-		if err != nil {
-			var st apierrors.APIStatus
-			if errors.As(err, &st) {
-				return nil, false, nil, err
-			}
-			// The applied configuration does not fit the schema (an unknown
-			// field, a wrong type): the client's fault, so a 400, not a 500.
-			return nil, false, nil, apierrors.NewBadRequest(err.Error())
-		}
-		out.GetObjectKind().SetGroupVersionKind(res.GroupVersionKind())
-		if cur == nil {
-			created, err := s.createObject(ctx, res, info.namespace, out, wo)
-			if apierrors.IsAlreadyExists(err) {
-				lastErr = err
-				continue
-			}
-			return created, err == nil, nil, err
-		}
-		if acc, err := meta.Accessor(out); err == nil && applied.GetResourceVersion() == "" {
-			// The applied configuration carries no precondition: write
-			// against the state the merge was computed from.
-			curAcc, _ := meta.Accessor(cur)
-			acc.SetResourceVersion(curAcc.GetResourceVersion())
-		}
-		updated, _, err := s.storeUpdate(ctx, res, key, info.subresource, cur, out, wo)
-		if err == nil {
-			return updated, false, nil, nil
-		}
-		if !apierrors.IsConflict(err) || applied.GetResourceVersion() != "" {
-			return nil, false, nil, err
-		}
-		lastErr = err
-	}
-	return nil, false, nil, lastErr
+	out, created, err := s.objects.Apply(ctx, res, info.namespace, info.name, info.subresource, applied, force, wo.WriteOptions)
+	return out, created, nil, err
 }

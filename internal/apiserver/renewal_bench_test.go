@@ -23,6 +23,7 @@ import (
 	"github.com/leasehold/leasehold/internal/apiserver"
 	"github.com/leasehold/leasehold/internal/discovery"
 	"github.com/leasehold/leasehold/internal/intern"
+	"github.com/leasehold/leasehold/internal/objects"
 	"github.com/leasehold/leasehold/internal/openapi"
 	"github.com/leasehold/leasehold/internal/request"
 	"github.com/leasehold/leasehold/internal/served"
@@ -64,17 +65,16 @@ func newDirectHandler(b testing.TB, opts ...func(*apiserver.Config)) *directHand
 		b.Fatal(err)
 	}
 	table := intern.New()
-	decode, decodes := apiserver.StorageDecoder(scheme, resources, table), &atomic.Int64{}
-	cache := watchcache.New(store, watchcache.Options{
+	cacheOpts := objects.NewForm(scheme, resources, table).CacheOptions(watchcache.Options{
 		Prefix: "/registry/",
-		Decode: func(key string, value []byte, rev int64, prev runtime.Object) (runtime.Object, error) {
-			decodes.Add(1)
-			return decode(key, value, rev, prev)
-		},
-		Adopt:         apiserver.StorageAdopter(resources),
-		SameSelection: apiserver.SameSelection(resources),
-		Window:        100_000,
+		Window: 100_000,
 	})
+	decode, decodes := cacheOpts.Decode, &atomic.Int64{}
+	cacheOpts.Decode = func(key string, value []byte, rev int64, prev runtime.Object) (runtime.Object, error) {
+		decodes.Add(1)
+		return decode(key, value, rev, prev)
+	}
+	cache := watchcache.New(store, cacheOpts)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

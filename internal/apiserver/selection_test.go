@@ -6,45 +6,11 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/leasehold/leasehold/internal/apiserver"
-	"github.com/leasehold/leasehold/internal/served"
 	"github.com/leasehold/leasehold/internal/server/servertest"
 )
-
-func TestSameSelection(t *testing.T) {
-	same := apiserver.SameSelection(served.Stored(time.Now))
-	lease := newLease("l", "a")
-	renewed := lease.DeepCopy()
-	renewed.Spec.RenewTime = &metav1.MicroTime{Time: time.Now().Add(time.Second)}
-	relabelled := lease.DeepCopy()
-	relabelled.Labels["tier"] = "hot"
-	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "default"},
-		InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "n1"}, Reason: "NodeReady"}
-	counted := ev.DeepCopy()
-	counted.Count = 2
-	moved := ev.DeepCopy()
-	moved.Reason = "NodeNotReady" // a selectable field of events
-	cases := []struct {
-		name      string
-		got, want bool
-	}{
-		{"lease renewal", same("/registry/leases/default/l", lease, renewed), true},
-		{"lease labels", same("/registry/leases/default/l", lease, relabelled), false},
-		{"event count", same("/registry/events/default/e", ev, counted), true},
-		{"event reason", same("/registry/events/default/e", ev, moved), false},
-		{"unknown key", same("/registry/widgets/x", lease, renewed), false},
-		{"not a key", same("leases", lease, renewed), false},
-	}
-	for _, tc := range cases {
-		if tc.got != tc.want {
-			t.Errorf("%s: SameSelection = %v, want %v", tc.name, tc.got, tc.want)
-		}
-	}
-}
 
 // TestLabelSelectedWatchThroughRenewals watches leases by label over HTTP
 // while one is renewed, relabelled out of the selection and back: the

@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"fmt"
-	"maps"
 	"sort"
 	"strings"
 
@@ -92,25 +91,5 @@ func (p predicate) matcher(res *registry.Resource) func(runtime.Object) bool {
 			}
 		}
 		return p.field.Matches(set)
-	}
-}
-
-// SameSelection returns the watch cache's Options.SameSelection: two states
-// of one object are alike for every matcher when their labels and
-// selectable fields are equal (name and namespace are the key's), since a
-// matcher reads nothing else.
-func SameSelection(resources *registry.Set) func(key string, prev, obj runtime.Object) bool {
-	byKey := newKeyResources(resources)
-	return func(key string, prev, obj runtime.Object) bool {
-		res, err := byKey.lookup(key)
-		if err != nil {
-			return false
-		}
-		a, err1 := meta.Accessor(prev)
-		b, err2 := meta.Accessor(obj)
-		if err1 != nil || err2 != nil || !maps.Equal(a.GetLabels(), b.GetLabels()) {
-			return false
-		}
-		return res.SelectableFields == nil || maps.Equal(res.SelectableFields(prev), res.SelectableFields(obj))
 	}
 }

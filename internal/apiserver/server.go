@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/managedfields"
-	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/leasehold/leasehold/internal/admission"
 	"github.com/leasehold/leasehold/internal/apiserver/respond"
@@ -18,6 +17,7 @@ import (
 	"github.com/leasehold/leasehold/internal/authn"
 	"github.com/leasehold/leasehold/internal/authz"
 	"github.com/leasehold/leasehold/internal/intern"
+	"github.com/leasehold/leasehold/internal/objects"
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/request"
 	"github.com/leasehold/leasehold/internal/storage"
@@ -34,10 +34,11 @@ type Config struct {
 	Store     storage.Interface
 	Cache     *watchcache.Cache
 	// Intern, when set, is the table Cache's decoder interns with
-	// (StorageDecoder). With it, and a Store that is a storage.ObjectWriter,
+	// (objects.NewForm). With it, and a Store that is a storage.ObjectWriter,
 	// an update of a resource with HandOffUpdates interns the object it
-	// writes and hands it to the cache (StorageAdopter), which then does
-	// not decode the stored value: a renewal decoded its lease twice.
+	// writes and hands it to the cache (objects.Form.CacheOptions' Adopt),
+	// which then does not decode the stored value: a renewal decoded its
+	// lease twice.
 	Intern *intern.Table
 	// TypeConverter enables managedFields and server-side apply.
 	TypeConverter managedfields.TypeConverter
@@ -79,13 +80,12 @@ type Config struct {
 
 // Server serves the resource API.
 type Server struct {
-	cfg        Config
-	codecs     serializer.CodecFactory
-	storageEnc runtime.Encoder
-	storageDec runtime.Decoder
-	managers   map[*registry.Resource]*fieldManagers
-	// fieldSets memoizes parsed managedFields sets, which repeat.
-	fieldSets *boundedCache[*fieldpath.Set]
+	cfg    Config
+	codecs serializer.CodecFactory
+	// form is the stored form of objects, objects the object layer over
+	// the store and the cache (package objects).
+	form    *objects.Form
+	objects *objects.Store
 	// neg negotiates responses and out writes them (package respond);
 	// jsonInfo is the JSON serializer, for patches and fallbacks.
 	neg      *respond.Negotiator
@@ -96,10 +96,7 @@ type Server struct {
 	// answers holds the protobuf answers to writes spliced from their
 	// stored encoding (respondWritten).
 	answers byteBuffers
-	// stamps and ownedKeys serve the renewal shortcut (managedfields.go).
-	stamps    secondStamps
-	ownedKeys byteBuffers
-	limits    *limiter
+	limits  *limiter
 	// cancellations summarizes requests their clients abandoned.
 	cancellations cancellationLog
 	// noWriteDeadlines is set once a watch met a writer without deadlines
@@ -143,15 +140,25 @@ func New(cfg Config) (*Server, error) {
 		logger: cfg.Logger,
 		now:    cfg.Now,
 	}
-	s.storageEnc, s.storageDec = newStorageCodec(cfg.Scheme)
-	s.fieldSets = newBoundedCache(4096, parseFieldSet)
+	s.form = objects.NewForm(cfg.Scheme, cfg.Resources, cfg.Intern)
 	s.neg = respond.NewNegotiator(s.codecs.SupportedMediaTypes())
 	s.out = respond.NewWriter(cfg.Logger)
 	s.jsonInfo, _ = s.neg.SerializerFor(runtime.ContentTypeJSON)
-	managers, err := newFieldManagers(cfg)
+	objs, err := objects.NewStore(objects.Config{
+		Resources:     cfg.Resources,
+		Scheme:        cfg.Scheme,
+		Storage:       cfg.Store,
+		Cache:         cfg.Cache,
+		Form:          s.form,
+		Intern:        cfg.Intern,
+		TypeConverter: cfg.TypeConverter,
+		Admission:     cfg.Admission,
+		StorageReads:  cfg.Metrics.StorageReads,
+		Now:           cfg.Now,
+	})
 	if err != nil {
 		return nil, err
 	}
-	s.managers = managers
+	s.objects = objs
 	return s, nil
 }

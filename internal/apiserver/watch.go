@@ -16,17 +16,20 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/leasehold/leasehold/internal/apiserver/respond"
+	"github.com/leasehold/leasehold/internal/objects"
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/watchcache"
 )
 
 func (s *Server) watch(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
-	n, ok := s.negotiate(r.Header.Get("Accept"), false)
-	if !ok {
-		return s.notAcceptable()
+	n, err := s.accept(r, false)
+	if err != nil {
+		return err
 	}
 	if n.info.StreamSerializer == nil {
-		return s.notAcceptable()
+		// A form the answer could take, but not as a stream.
+		return respond.NotAcceptable(s.neg.MediaTypes())
 	}
 	q := r.URL.Query()
 	o, err := s.parseListOptions(res, q, true)
@@ -56,7 +59,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, res *registry.Res
 		Predicate: o.pred.matcher(res),
 		Bookmarks: o.AllowWatchBookmarks,
 	}
-	rv, err := parseRV(o.ResourceVersion)
+	rv, err := objects.ParseResourceVersion(o.ResourceVersion)
 	if err != nil {
 		return err
 	}
@@ -66,14 +69,14 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, res *registry.Res
 		if o.ResourceVersion == "" {
 			rv = -1
 		}
-		if err := s.waitFresh(ctx, rv); err != nil {
+		if err := s.objects.WaitFresh(ctx, rv); err != nil {
 			return err
 		}
 	case o.SendInitialEvents != nil:
 		if o.ResourceVersion == "" {
 			rv = -1
 		}
-		if err := s.waitFresh(ctx, rv); err != nil {
+		if err := s.objects.WaitFresh(ctx, rv); err != nil {
 			return err
 		}
 		if rv < 0 {
@@ -83,7 +86,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, res *registry.Res
 	case o.ResourceVersion == "" || o.ResourceVersion == "0":
 		wo.InitialState = true
 		if o.ResourceVersion == "" {
-			if err := s.waitFresh(ctx, -1); err != nil {
+			if err := s.objects.WaitFresh(ctx, -1); err != nil {
 				return err
 			}
 		}
@@ -105,7 +108,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, res *registry.Res
 		}
 		var tooNew *watchcache.TooNewError
 		if errors.As(err, &tooNew) {
-			return tooLargeResourceVersion(tooNew.Requested, tooNew.Current)
+			return objects.TooLargeResourceVersion(tooNew.Requested, tooNew.Current)
 		}
 		return fmt.Errorf("starting watch: %w", err)
 	}

@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,14 +11,11 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/leasehold/leasehold/internal/admission"
 	"github.com/leasehold/leasehold/internal/audit"
+	"github.com/leasehold/leasehold/internal/objects"
 	"github.com/leasehold/leasehold/internal/registry"
-	"github.com/leasehold/leasehold/internal/request"
 )
 
 // writeRequest is a create or update request, negotiated and decoded.
@@ -34,11 +30,10 @@ type writeRequest struct {
 // decodes the body of a POST or PUT.
 func (s *Server) readWriteRequest(r *http.Request, res *registry.Resource) (writeRequest, error) {
 	var wr writeRequest
-	var ok bool
-	if wr.n, ok = s.negotiate(r.Header.Get("Accept"), false); !ok {
-		return wr, s.notAcceptable()
-	}
 	var err error
+	if wr.n, err = s.accept(r, false); err != nil {
+		return wr, err
+	}
 	if wr.opts, err = parseWriteOptions(r); err != nil {
 		return wr, err
 	}
@@ -59,31 +54,28 @@ func (s *Server) readWriteRequest(r *http.Request, res *registry.Resource) (writ
 	return wr, err
 }
 
-// writeOptions are the query parameters every write takes.
+// writeOptions are the query parameters every write takes: what the
+// object layer takes, and how strictly the body is decoded.
 type writeOptions struct {
-	dryRun          bool
-	fieldManager    string
+	objects.WriteOptions
 	fieldValidation fieldValidation
-	// managedFieldsDone is set by server-side apply, which computes
-	// managedFields itself.
-	managedFieldsDone bool
 }
 
 func parseWriteOptions(r *http.Request) (writeOptions, error) {
 	q := r.URL.Query()
-	o := writeOptions{fieldManager: q.Get("fieldManager")}
+	o := writeOptions{WriteOptions: objects.WriteOptions{FieldManager: q.Get("fieldManager")}}
 	for _, d := range q["dryRun"] {
 		if d != "All" {
 			return o, apierrors.NewBadRequest(fmt.Sprintf("unsupported dryRun value %q: only All is supported", d))
 		}
-		o.dryRun = true
+		o.DryRun = true
 	}
 	var err error
 	o.fieldValidation, err = parseFieldValidation(q)
-	if o.fieldManager == "" {
-		o.fieldManager = managerFromUserAgent(r.UserAgent())
+	if o.FieldManager == "" {
+		o.FieldManager = managerFromUserAgent(r.UserAgent())
 	}
-	if len(o.fieldManager) > 128 {
+	if len(o.FieldManager) > 128 {
 		return o, apierrors.NewBadRequest("fieldManager: Too long: may not be more than 128 bytes")
 	}
 	return o, err
@@ -99,55 +91,6 @@ func managerFromUserAgent(ua string) string {
 		ua = ua[:128]
 	}
 	return ua
-}
-
-// checkNamespaceMatch defaults the object's namespace from the URL and
-// rejects a mismatch, with kube-apiserver's message.
-func checkNamespaceMatch(res *registry.Resource, acc metav1.Object, namespace string) error {
-	if !res.Namespaced {
-		acc.SetNamespace("")
-		return nil
-	}
-	switch ns := acc.GetNamespace(); {
-	case ns == "":
-		acc.SetNamespace(namespace)
-	case ns != namespace:
-		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
-	}
-	return nil
-}
-
-// admit runs Config.Admission on one write, after the object is validated
-// and before it is stored (creates, updates, patches once applied, deletes
-// and each item of a deletecollection). obj is nil on Delete, old on
-// Create. Its error goes to the client as it is.
-//
-// The attributes are the record's, which authorization judged, unless the
-// object is not the one the URL named (a create names it in the body, a
-// deletecollection item has its own name): then a copy names the object.
-func (s *Server) admit(ctx context.Context, op admission.Operation, namespace, name string, obj, old runtime.Object, dryRun bool) error {
-	if s.cfg.Admission == nil {
-		return nil
-	}
-	// The record's own attributes when there is a record: an empty
-	// Attributes made up front was a renewal's 170 B allocation even then.
-	var attrs *request.Attributes
-	if rec := request.RecordFrom(ctx); rec != nil {
-		attrs = &rec.Attributes
-	} else {
-		attrs = &request.Attributes{}
-	}
-	if attrs.Name != name || (attrs.Namespace != namespace && namespace != "") {
-		named := *attrs
-		named.Name, named.Namespace = name, namespace
-		attrs = &named
-	}
-	return s.cfg.Admission.Admit(ctx, &admission.Attributes{Attributes: attrs, Operation: op, Object: obj, OldObject: old, DryRun: dryRun})
-}
-
-// kindFor returns the qualified kind used in Invalid errors.
-func kindFor(res *registry.Resource) schema.GroupKind {
-	return schema.GroupKind{Group: res.GroupVersion.Group, Kind: res.Kind}
 }
 
 // readBody reads a request body of at most MaxRequestBodyBytes.
@@ -271,7 +214,7 @@ func (s *Server) decodeObject(res *registry.Resource, info runtime.SerializerInf
 	obj := res.New()
 	gvk := res.GroupVersionKind()
 	if info.MediaType == runtime.ContentTypeProtobuf {
-		if done, err := unmarshalEnveloped(body, gvk, obj); done {
+		if done, err := objects.UnmarshalEnveloped(body, gvk, obj); done {
 			if err != nil {
 				return nil, nil, apierrors.NewBadRequest(decodeErrorMessage(err))
 			}

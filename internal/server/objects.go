@@ -5,8 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/leasehold/leasehold/internal/apiserver"
 	"github.com/leasehold/leasehold/internal/intern"
+	"github.com/leasehold/leasehold/internal/objects"
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/served"
 	"github.com/leasehold/leasehold/internal/storage"
@@ -42,17 +42,13 @@ func openObjects(cfg Config, store storage.Interface, behindCluster bool) (*obje
 		stored = served.Cluster(time.Now)
 	}
 	table := intern.New()
-	cache := watchcache.New(store, watchcache.Options{
+	cache := watchcache.New(store, objects.NewForm(scheme, stored, table).CacheOptions(watchcache.Options{
 		Prefix:           "/registry/",
-		Decode:           apiserver.StorageDecoder(scheme, stored, table),
-		Adopt:            apiserver.StorageAdopter(stored),
-		Encode:           apiserver.StorageEncoder(scheme),
 		ColdAfter:        cfg.WatchCacheColdAfter,
-		SameSelection:    apiserver.SameSelection(stored),
 		Window:           cfg.WatchCacheWindow,
 		BookmarkInterval: cfg.BookmarkInterval,
 		WatcherBuffer:    1000,
 		Logger:           cfg.Logger,
-	})
+	}))
 	return &objectLayer{scheme: scheme, stored: stored, intern: table, cache: cache}, nil
 }

@@ -31,7 +31,7 @@ const (
 )
 
 // refusedWrite checks a write refused on a full disk: 507 Insufficient
-// Storage (storage.ErrInsufficientStorage, internal/apiserver storeError),
+// Storage (storage.ErrInsufficientStorage, internal/objects StorageError),
 // a Status whose reason and message name the cause. A disk that fails
 // otherwise (EIO) is a 503 with Retry-After, which a full disk never is.
 func refusedWrite(a rawAnswer) error {

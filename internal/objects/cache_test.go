@@ -1,30 +1,33 @@
-package apiserver_test
+package objects_test
 
 import (
 	"bytes"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"testing"
 	"time"
 	"unsafe"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/utils/ptr"
 
-	"github.com/leasehold/leasehold/internal/apiserver"
 	"github.com/leasehold/leasehold/internal/intern"
+	"github.com/leasehold/leasehold/internal/objects"
 	"github.com/leasehold/leasehold/internal/served"
+	"github.com/leasehold/leasehold/internal/watchcache"
 )
 
-// TestStorageDecoderSharesRepeatedStrings checks that what the watch cache
+// TestCacheDecoderSharesRepeatedStrings checks that what the watch cache
 // holds shares the strings its objects repeat (see package intern) and
 // still decodes to the stored values, resourceVersion included.
-func TestStorageDecoderSharesRepeatedStrings(t *testing.T) {
+func TestCacheDecoderSharesRepeatedStrings(t *testing.T) {
 	scheme, err := served.NewScheme()
 	if err != nil {
 		t.Fatal(err)
 	}
-	decode := apiserver.StorageDecoder(scheme, served.Stored(time.Now), intern.New())
+	decode := objects.NewForm(scheme, served.Stored(time.Now), intern.New()).CacheOptions(watchcache.Options{}).Decode
 	enc := protobuf.NewSerializer(scheme, scheme)
 	stored := func(name string) []byte {
 		n := &corev1.Node{
@@ -69,5 +72,46 @@ func TestStorageDecoderSharesRepeatedStrings(t *testing.T) {
 	}
 	if !apiequality.Semantic.DeepEqual(a2.Status, a.Status) || a.ResourceVersion != "7" {
 		t.Errorf("decoding the next version changed a value: %v, cached version now at %s", a2.Status, a.ResourceVersion)
+	}
+}
+
+func TestCacheSameSelection(t *testing.T) {
+	scheme, err := served.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := objects.NewForm(scheme, served.Stored(time.Now), nil).CacheOptions(watchcache.Options{}).SameSelection
+	lease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "l", Labels: map[string]string{"test": "lease"}},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity: ptr.To("a"),
+			RenewTime:      &metav1.MicroTime{Time: time.Now()},
+		},
+	}
+	renewed := lease.DeepCopy()
+	renewed.Spec.RenewTime = &metav1.MicroTime{Time: time.Now().Add(time.Second)}
+	relabelled := lease.DeepCopy()
+	relabelled.Labels["tier"] = "hot"
+	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "default"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "n1"}, Reason: "NodeReady"}
+	counted := ev.DeepCopy()
+	counted.Count = 2
+	moved := ev.DeepCopy()
+	moved.Reason = "NodeNotReady" // a selectable field of events
+	cases := []struct {
+		name      string
+		got, want bool
+	}{
+		{"lease renewal", same("/registry/leases/default/l", lease, renewed), true},
+		{"lease labels", same("/registry/leases/default/l", lease, relabelled), false},
+		{"event count", same("/registry/events/default/e", ev, counted), true},
+		{"event reason", same("/registry/events/default/e", ev, moved), false},
+		{"unknown key", same("/registry/widgets/x", lease, renewed), false},
+		{"not a key", same("leases", lease, renewed), false},
+	}
+	for _, tc := range cases {
+		if tc.got != tc.want {
+			t.Errorf("%s: SameSelection = %v, want %v", tc.name, tc.got, tc.want)
+		}
 	}
 }

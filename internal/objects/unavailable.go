@@ -1,4 +1,4 @@
-package apiserver
+package objects
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/leasehold/leasehold/internal/storage"
 )
 
-// storeUnavailable gives a store that did not answer its Status, wherever
+// StoreUnavailable gives a store that did not answer its Status, wherever
 // the error surfaces (a read of the current revision, a list page, a
 // write), so that a client never sees a 500 for it:
 //   - a deadline that passed (the request's --request-timeout or
@@ -20,10 +20,10 @@ import (
 //     done;
 //   - storage.ErrUnavailable (nothing was done: a store that is reopening,
 //     or an etcd cluster without quorum) is 503 with retryAfterSeconds 1,
-//     which writeError also sends as Retry-After.
+//     which apiserver's writeError also sends as Retry-After.
 //
 // Other errors, and errors that already carry a Status, are returned as they are.
-func storeUnavailable(err error) error {
+func StoreUnavailable(err error) error {
 	var se apierrors.APIStatus
 	switch {
 	case err == nil || errors.As(err, &se):

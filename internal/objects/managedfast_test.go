@@ -1,4 +1,4 @@
-package apiserver
+package objects
 
 import (
 	"math/rand/v2"
@@ -29,11 +29,11 @@ func TestRenewalManagedFieldsMatchesFieldManager(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{Resources: set, Scheme: scheme, TypeConverter: oa.TypeConverter(), Authorizer: allowEverything{}})
+	s, err := NewStore(Config{Resources: set, Scheme: scheme, TypeConverter: oa.TypeConverter()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fm := s.fieldManager(res, "")
+	fm := s.FieldManager(res, "")
 	rng := rand.New(rand.NewPCG(1, 2))
 
 	base := &coordinationv1.Lease{

@@ -1,4 +1,4 @@
-package apiserver
+package objects
 
 import (
 	"bytes"
@@ -85,7 +85,7 @@ func TestUnmarshalEnvelopedMatchesSerializer(t *testing.T) {
 		{envelopeNode(), &corev1.Node{}, &corev1.Node{}, nodeGVK},
 	} {
 		data := enveloped(t, s, tc.obj)
-		done, err := unmarshalEnveloped(data, tc.gvk, tc.fast)
+		done, err := UnmarshalEnveloped(data, tc.gvk, tc.fast)
 		if !done || err != nil {
 			t.Fatalf("%v: fast path declined (%v) or failed: %v", tc.gvk, done, err)
 		}
@@ -136,7 +136,7 @@ func TestUnmarshalEnvelopedDeclines(t *testing.T) {
 		"group with suffix": withTypeMeta("coordination.k8s.io/v1/x", "Lease"),
 	} {
 		var into coordinationv1.Lease
-		done, err := unmarshalEnveloped(data, leaseGVK, &into)
+		done, err := UnmarshalEnveloped(data, leaseGVK, &into)
 		if done || err != nil {
 			t.Errorf("%s: fast path took it (%v, %v)", name, done, err)
 		}
@@ -144,7 +144,7 @@ func TestUnmarshalEnvelopedDeclines(t *testing.T) {
 			t.Errorf("%s: declined but changed the object: %#v", name, into)
 		}
 	}
-	if done, _ := unmarshalEnveloped(enveloped(t, s, envelopeNode()), nodeGVK, &corev1.Node{}); !done {
+	if done, _ := UnmarshalEnveloped(enveloped(t, s, envelopeNode()), nodeGVK, &corev1.Node{}); !done {
 		t.Error("a core-group envelope was declined")
 	}
 }
@@ -160,7 +160,7 @@ func FuzzUnmarshalEnveloped(f *testing.F) {
 	f.Add([]byte("k8s\x00\x0a\x00"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var fast, slow coordinationv1.Lease
-		done, err := unmarshalEnveloped(data, leaseGVK, &fast)
+		done, err := UnmarshalEnveloped(data, leaseGVK, &fast)
 		if !done {
 			return
 		}

@@ -1,4 +1,4 @@
-package apiserver
+package objects
 
 import (
 	"bytes"
@@ -62,7 +62,7 @@ func TestWithResourceVersionMatchesSerializer(t *testing.T) {
 			obj.SetResourceVersion(rv)
 			want := encode(obj.(runtime.Object))
 			prefix := []byte("kept")
-			got, ok := withResourceVersion(prefix, stored, rv)
+			got, ok := WithResourceVersion(prefix, stored, rv)
 			if !ok {
 				t.Fatalf("object %d, rv %s: splice refused", i, rv)
 			}
@@ -82,7 +82,7 @@ func TestWithResourceVersionMatchesSerializer(t *testing.T) {
 		"truncated":                   withRV[:len(withRV)-3],
 		"empty":                       nil,
 	} {
-		if got, ok := withResourceVersion([]byte("kept"), data, "6"); ok || string(got) != "kept" {
+		if got, ok := WithResourceVersion([]byte("kept"), data, "6"); ok || string(got) != "kept" {
 			t.Errorf("%s: spliced (%v) or changed dst (%q)", name, ok, got)
 		}
 	}

@@ -1,4 +1,4 @@
-package apiserver
+package objects
 
 import (
 	"bytes"
@@ -48,7 +48,7 @@ func newFieldManagers(cfg Config) (map[*registry.Resource]*fieldManagers, error)
 	return out, nil
 }
 
-func (s *Server) fieldManager(res *registry.Resource, subresource string) *managedfields.FieldManager {
+func (s *Store) FieldManager(res *registry.Resource, subresource string) *managedfields.FieldManager {
 	fm := s.managers[res]
 	if fm == nil {
 		return nil
@@ -61,8 +61,8 @@ func (s *Server) fieldManager(res *registry.Resource, subresource string) *manag
 
 // updateManagedFields records manager's ownership of the fields obj sets
 // relative to live (nil for a create) and returns the object to store.
-func (s *Server) updateManagedFields(res *registry.Resource, subresource string, live, obj runtime.Object, manager string) (runtime.Object, error) {
-	fm := s.fieldManager(res, subresource)
+func (s *Store) updateManagedFields(res *registry.Resource, subresource string, live, obj runtime.Object, manager string) (runtime.Object, error) {
+	fm := s.FieldManager(res, subresource)
 	if fm == nil {
 		return obj, nil
 	}
@@ -90,12 +90,12 @@ func (s *Server) updateManagedFields(res *registry.Resource, subresource string,
 //
 // The equivalence with managedfields.FieldManager is checked by
 // TestRenewalManagedFieldsMatchesFieldManager.
-func (s *Server) renewalManagedFields(res *registry.Resource, subresource string, live, obj runtime.Object, manager string) bool {
+func (s *Store) renewalManagedFields(res *registry.Resource, subresource string, live, obj runtime.Object, manager string) bool {
 	if res.ChangedFields == nil || subresource != "" {
 		return false
 	}
-	liveMeta, err1 := objectMeta(live)
-	newMeta, err2 := objectMeta(obj)
+	liveMeta, err1 := ObjectMeta(live)
+	newMeta, err2 := ObjectMeta(obj)
 	if err1 != nil || err2 != nil || len(liveMeta.ManagedFields) != 1 {
 		return false
 	}
@@ -172,7 +172,7 @@ func sameManagedFields(a, b []metav1.ManagedFieldsEntry) bool {
 // Node's uid under f:metadata.f:ownerReferences, so whole documents of a
 // fleet never repeat and the parsed-set cache would miss (and parse) on
 // every renewal; their f:spec members are a handful of shapes.
-func (s *Server) ownsAll(raw []byte, paths []fieldpath.Path) bool {
+func (s *Store) ownsAll(raw []byte, paths []fieldpath.Path) bool {
 	var (
 		top   string
 		owned *fieldpath.Set

@@ -1,4 +1,4 @@
-package apiserver
+package objects
 
 import (
 	"fmt"
@@ -36,7 +36,7 @@ func TestOwnsAllAgreesWithTheWholeSet(t *testing.T) {
 		fieldpath.MakePathOrDie("status", "phase"),
 		fieldpath.MakePathOrDie("metadata", "labels", "a"),
 	}
-	s := &Server{fieldSets: newBoundedCache(16, parseFieldSet)}
+	s := &Store{fieldSets: newBoundedCache(16, parseFieldSet)}
 	for _, doc := range docs {
 		whole, ok := parseFieldSet(doc)
 		if !ok {
@@ -62,7 +62,7 @@ func TestOwnsAllAgreesWithTheWholeSet(t *testing.T) {
 }
 
 func TestOwnsAllRejectsWhatItCannotRead(t *testing.T) {
-	s := &Server{fieldSets: newBoundedCache(16, parseFieldSet)}
+	s := &Store{fieldSets: newBoundedCache(16, parseFieldSet)}
 	renew := []fieldpath.Path{fieldpath.MakePathOrDie("spec", "renewTime")}
 	for _, doc := range []string{``, `[]`, `{"f:spec":`, `{"f:spec":{"f:renewTime":{}}`, `{"f:spec":[1]}`, `{"f:spec":"x"}`} {
 		if s.ownsAll([]byte(doc), renew) {
@@ -77,7 +77,7 @@ func TestOwnsAllRejectsWhatItCannotRead(t *testing.T) {
 // TestOwnsAllSharesOneEntryAcrossAFleet is the reason for ownsAll: leases
 // that differ only in their owner's uid are one cache entry, not one each.
 func TestOwnsAllSharesOneEntryAcrossAFleet(t *testing.T) {
-	s := &Server{fieldSets: newBoundedCache(4096, parseFieldSet)}
+	s := &Store{fieldSets: newBoundedCache(4096, parseFieldSet)}
 	renew := []fieldpath.Path{fieldpath.MakePathOrDie("spec", "renewTime")}
 	for i := range 1000 {
 		if !s.ownsAll([]byte(kubeletLeaseFields(fmt.Sprintf("uid-%d", i))), renew) {
@@ -94,7 +94,7 @@ func TestOwnsAllSharesOneEntryAcrossAFleet(t *testing.T) {
 }
 
 func BenchmarkOwnsAll(b *testing.B) {
-	s := &Server{fieldSets: newBoundedCache(4096, parseFieldSet)}
+	s := &Store{fieldSets: newBoundedCache(4096, parseFieldSet)}
 	renew := []fieldpath.Path{fieldpath.MakePathOrDie("spec", "renewTime")}
 	docs := make([][]byte, 10000)
 	for i := range docs {

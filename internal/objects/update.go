@@ -1,0 +1,314 @@
+package objects
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/leasehold/leasehold/internal/admission"
+	"github.com/leasehold/leasehold/internal/registry"
+	"github.com/leasehold/leasehold/internal/storage"
+)
+
+// update.go is what an update means: the preconditions (uid,
+// resourceVersion), the object kept when the client sends none, the
+// server-owned metadata, validation, managed fields, admission and the
+// conditional write with its hand-off to the watch cache.
+
+// uidPreconditionFailed is the 409 kube-apiserver's etcd3 store gives a PUT
+// whose body uid does not match the stored object (or there is none).
+func uidPreconditionFailed(res *registry.Resource, key, name, want, have string) error {
+	return apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf(
+		"StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: %s, UID in object meta: %s", key, want, have))
+}
+
+// Get returns the object namespace/name at least as new as minRV (see
+// Current), or the 404.
+func (s *Store) Get(ctx context.Context, res *registry.Resource, namespace, name string, minRV int64) (runtime.Object, error) {
+	obj, err := s.Current(ctx, res, res.Key(namespace, name), minRV)
+	if err != nil {
+		return nil, err
+	}
+	if obj == nil {
+		return nil, apierrors.NewNotFound(res.GroupResource(), name)
+	}
+	return obj, nil
+}
+
+// Update replaces the stored object namespace/name (or its subresource)
+// with obj (a PUT), creating it when the resource allows create-on-update.
+// obj is owned by the caller. A conditional update also returns the storage
+// encoding of what it wrote (see UpdateFrom).
+func (s *Store) Update(ctx context.Context, res *registry.Resource, namespace, name, subresource string, obj runtime.Object, wo WriteOptions) (runtime.Object, []byte, bool, error) {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	key := res.Key(namespace, name)
+	// The uid the request carries: UpdateFrom fills in the stored one when
+	// it carries none.
+	reqUID := string(acc.GetUID())
+	reqRV, err := ParseResourceVersion(acc.GetResourceVersion())
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if err := s.checkNotFuture(ctx, res, name, reqRV); err != nil {
+		return nil, nil, false, err
+	}
+	// The cache must be at least as new as what the client saw, or a fresh
+	// renewal would look stale.
+	minRV := reqRV
+	if minRV == 0 {
+		minRV = -1
+	}
+	cur, err := s.Current(ctx, res, key, minRV)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if cur == nil {
+		return s.updateMissing(ctx, res, namespace, name, subresource, key, reqUID, obj, wo)
+	}
+	old, err := meta.Accessor(cur)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if reqUID != "" && reqUID != string(old.GetUID()) {
+		return nil, nil, false, uidPreconditionFailed(res, key, name, reqUID, string(old.GetUID()))
+	}
+	if reqRV == 0 {
+		if !res.AllowUnconditionalUpdate {
+			return nil, nil, false, apierrors.NewInvalid(kindFor(res), name, field.ErrorList{
+				field.Invalid(field.NewPath("metadata", "resourceVersion"), int64(0), "must be specified for an update")})
+		}
+		out, err := s.unconditionalUpdate(ctx, res, namespace, name, subresource, obj, wo)
+		return out, nil, false, err
+	}
+	curRV, err := ParseResourceVersion(old.GetResourceVersion())
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if reqRV != curRV {
+		return nil, nil, false, Conflict(res, name)
+	}
+	out, stored, err := s.updateFrom(ctx, res, key, subresource, cur, curRV, obj, wo)
+	if reqUID != "" && isNotFoundOf(err, res, name) {
+		// The cache still held an object the store no longer has (deleted
+		// a moment ago): a uid precondition fails as it would have with a
+		// fresh cache, as kube-apiserver's update re-reads etcd when its
+		// cached state proves stale. (Without a uid the answer stays the
+		// store's 404, even for a kind that PUT may create: obj has been
+		// prepared as an update of the stale object by now, and a create
+		// racing the delete can be retried.)
+		return nil, nil, false, uidPreconditionFailed(res, key, name, reqUID, "")
+	}
+	return out, stored, false, err
+}
+
+// updateMissing answers an update of an object the cache does not have: a
+// uid precondition fails (409), a kind that allows it is created, anything
+// else is 404.
+func (s *Store) updateMissing(ctx context.Context, res *registry.Resource, namespace, name, subresource, key, reqUID string, obj runtime.Object, wo WriteOptions) (runtime.Object, []byte, bool, error) {
+	if reqUID != "" {
+		return nil, nil, false, uidPreconditionFailed(res, key, name, reqUID, "")
+	}
+	if !res.AllowCreateOnUpdate || subresource != "" {
+		return nil, nil, false, apierrors.NewNotFound(res.GroupResource(), name)
+	}
+	created, err := s.Create(ctx, res, namespace, obj, wo)
+	return created, nil, err == nil, err
+}
+
+// isNotFoundOf tells whether err is the 404 of res's object name.
+func isNotFoundOf(err error, res *registry.Resource, name string) bool {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) || !apierrors.IsNotFound(err) {
+		return false
+	}
+	d := st.Status().Details
+	return d != nil && d.Name == name && d.Kind == res.GroupResource().Resource && d.Group == res.GroupResource().Group
+}
+
+// checkNotFuture answers an update whose resourceVersion the store has not
+// reached with the stale-version 409 at once, as kube-apiserver's
+// conditional write does: waiting for the cache to reach a revision that
+// does not exist would only end in a 504. It reads the store's revision only
+// when the cache is behind reqRV, so a renewal does not pay for it.
+func (s *Store) checkNotFuture(ctx context.Context, res *registry.Resource, name string, reqRV int64) error {
+	if reqRV <= s.cache.Revision() {
+		return nil
+	}
+	storeRV, err := s.storage.CurrentRevision(ctx)
+	if err != nil {
+		return StorageError(res, name, "current revision", err)
+	}
+	if reqRV > storeRV {
+		return Conflict(res, name)
+	}
+	return nil
+}
+
+// GuaranteedUpdate updates namespace/name (or its subresource) from its
+// current state, again from a fresh read when another writer gets in
+// between, at most MaxRetries times: an update without a resourceVersion
+// (for resources that allow it: nodes, events, namespaces) and a patch.
+// tryUpdate turns the current object (the cache's, shared: never change
+// it) into the object to write; after a conflict, mayRetry (nil: always)
+// says whether to try again, and a patch that carried its own
+// resourceVersion says no. A missing object is 404.
+func (s *Store) GuaranteedUpdate(ctx context.Context, res *registry.Resource, namespace, name, subresource string, wo WriteOptions, tryUpdate func(cur runtime.Object) (runtime.Object, error), mayRetry func(cur runtime.Object) bool) (runtime.Object, error) {
+	key := res.Key(namespace, name)
+	var lastErr error
+	for attempt := 0; attempt < MaxRetries; attempt++ {
+		cur, err := s.Current(ctx, res, key, -1)
+		if err != nil {
+			return nil, err
+		}
+		if cur == nil {
+			return nil, apierrors.NewNotFound(res.GroupResource(), name)
+		}
+		obj, err := tryUpdate(cur)
+		if err != nil {
+			return nil, err
+		}
+		out, _, err := s.UpdateFrom(ctx, res, key, subresource, cur, obj, wo)
+		if !apierrors.IsConflict(err) || (mayRetry != nil && !mayRetry(cur)) {
+			return out, err
+		}
+		lastErr = err
+	}
+	return nil, lastErr
+}
+
+// unconditionalUpdate writes obj over whatever is stored, as
+// kube-apiserver does for resources that allow updates without a
+// resourceVersion.
+func (s *Store) unconditionalUpdate(ctx context.Context, res *registry.Resource, namespace, name, subresource string, obj runtime.Object, wo WriteOptions) (runtime.Object, error) {
+	return s.GuaranteedUpdate(ctx, res, namespace, name, subresource, wo, func(cur runtime.Object) (runtime.Object, error) {
+		next := obj.DeepCopyObject()
+		acc, err := meta.Accessor(next)
+		if err != nil {
+			return nil, err
+		}
+		acc.SetResourceVersion(ResourceVersionOf(cur))
+		return next, nil
+	}, nil)
+}
+
+// UpdateFrom finishes an update of cur (the stored object) to obj: it keeps
+// server-owned metadata, validates, records managed fields and writes with
+// cur's revision as the precondition. When it stored obj, it also returns
+// obj's storage encoding, which has an empty resourceVersion and is
+// shared with the store: read it, never change it.
+func (s *Store) UpdateFrom(ctx context.Context, res *registry.Resource, key, subresource string, cur, obj runtime.Object, wo WriteOptions) (runtime.Object, []byte, error) {
+	curRV, err := ParseResourceVersion(ResourceVersionOf(cur))
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.updateFrom(ctx, res, key, subresource, cur, curRV, obj, wo)
+}
+
+// updateFrom is UpdateFrom given cur's revision, curRV, which the write
+// expects the key to be at.
+func (s *Store) updateFrom(ctx context.Context, res *registry.Resource, key, subresource string, cur runtime.Object, curRV int64, obj runtime.Object, wo WriteOptions) (runtime.Object, []byte, error) {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	old, err := meta.Accessor(cur)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rv := acc.GetResourceVersion(); rv != "" && rv != old.GetResourceVersion() {
+		return nil, nil, Conflict(res, acc.GetName())
+	}
+	// Fields clients may not change on update keep their stored values, as
+	// rest.BeforeUpdate does; the immutable ones are validated below.
+	if acc.GetUID() == "" {
+		acc.SetUID(old.GetUID())
+	}
+	if ts := acc.GetCreationTimestamp(); ts.IsZero() {
+		acc.SetCreationTimestamp(old.GetCreationTimestamp())
+	}
+	acc.SetDeletionTimestamp(old.GetDeletionTimestamp())
+	acc.SetDeletionGracePeriodSeconds(old.GetDeletionGracePeriodSeconds())
+	acc.SetGeneration(old.GetGeneration())
+	acc.SetSelfLink("")
+	if res.PrepareForUpdate != nil {
+		res.PrepareForUpdate(obj, cur, subresource)
+	}
+	if errs := validateUpdate(res, obj, cur); len(errs) > 0 {
+		return nil, nil, apierrors.NewInvalid(kindFor(res), acc.GetName(), errs)
+	}
+	if !wo.ManagedFieldsDone {
+		if obj, err = s.updateManagedFields(res, subresource, cur, obj, wo.FieldManager); err != nil {
+			return nil, nil, err
+		}
+		if acc, err = meta.Accessor(obj); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := s.admit(ctx, admission.Update, acc.GetNamespace(), acc.GetName(), obj, cur, wo.DryRun); err != nil {
+		return nil, nil, err
+	}
+	acc.SetResourceVersion("")
+	value, err := s.form.Encode(obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	if wo.DryRun {
+		acc.SetResourceVersion(old.GetResourceVersion())
+		return obj, nil, nil
+	}
+	if acc.GetDeletionTimestamp() != nil && len(acc.GetFinalizers()) == 0 && (res.FinalizersDone == nil || res.FinalizersDone(obj)) {
+		// The last finalizer is gone (the kind's own too: a terminating
+		// namespace's status update must not delete it before its content
+		// is): the pending deletion completes now.
+		out, err := s.finishDelete(ctx, res, key, curRV, obj)
+		return out, nil, err
+	}
+	var rev int64
+	if ow, ok := s.storage.(storage.ObjectWriter); ok && res.HandOffUpdates && s.intern != nil {
+		// The written object goes to the watch cache as it is, so it is
+		// interned here as the cache's decoder would have. The answer is a
+		// shallow copy taken first: the cache sets the resourceVersion of
+		// the object it takes over, and nothing else in it changes again.
+		s.intern.ObjectLike(obj, cur)
+		handed := obj
+		if obj, acc, err = shallowCopy(obj); err != nil {
+			return nil, nil, err
+		}
+		rev, err = ow.UpdateObject(ctx, key, curRV, value, handed)
+	} else {
+		rev, err = s.storage.Update(ctx, key, curRV, value)
+	}
+	if err != nil {
+		return nil, nil, StorageError(res, acc.GetName(), key, err)
+	}
+	acc.SetResourceVersion(strconv.FormatInt(rev, 10))
+	return obj, value, nil
+}
+
+// shallowCopy returns a new object whose top-level struct is a copy of
+// obj's, sharing everything it points to, and its metadata accessor.
+func shallowCopy(obj runtime.Object) (runtime.Object, metav1.Object, error) {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return nil, nil, fmt.Errorf("copying %T: not a pointer to an object", obj)
+	}
+	c := reflect.New(v.Elem().Type())
+	c.Elem().Set(v.Elem())
+	out, ok := c.Interface().(runtime.Object)
+	if !ok {
+		return nil, nil, fmt.Errorf("copying %T: not an object", obj)
+	}
+	acc, err := meta.Accessor(out)
+	return out, acc, err
+}
