@@ -161,7 +161,10 @@ func (s *Server) deleteObject(ctx context.Context, res *registry.Resource, names
 		// cur is the watch cache's shared object; finishDelete stamps the
 		// deletion's resourceVersion on what it is given.
 		obj, err := s.finishDelete(ctx, res, key, rev, cur.DeepCopyObject())
-		if apierrors.IsConflict(err) && opts.Preconditions == nil && attempt < maxPatchRetries {
+		// A write got in between: read again, and check the preconditions
+		// on what is there now (kube-apiserver's conditional delete does
+		// the same), so a uid precondition that still holds succeeds.
+		if apierrors.IsConflict(err) && attempt < maxPatchRetries {
 			continue
 		}
 		return obj, err == nil, err
