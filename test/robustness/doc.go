@@ -1,0 +1,65 @@
+// Package robustness proves Leasehold's guarantees the way etcd's robustness
+// suite does: it records what real clients saw while faults were injected,
+// and checks the whole record afterwards, instead of checking one scenario
+// its author thought of.
+//
+// What it proves, against a real `leasehold serve` process (built from this
+// repository) that it kills with SIGKILL and restarts, and pauses with
+// SIGSTOP/SIGCONT, at random moments:
+//
+//   - Linearizability. Several client-go clients do random Lease operations on
+//     a few names: create, get, update and merge patch with and without a
+//     resourceVersion precondition, update with a uid precondition, delete
+//     with and without preconditions, list. Every operation is recorded with
+//     its call and return time and its result; a write whose answer was lost
+//     (connection error, timeout, 5xx) is recorded as unknown, and may or may
+//     not have happened. porcupine (the checker etcd uses) checks the history,
+//     partitioned by Lease name, against a model of Kubernetes' semantics:
+//     the object present or absent with its value, resourceVersion and uid;
+//     create-if-absent (409 AlreadyExists), resourceVersion and uid
+//     preconditions (409 Conflict), 404 for a write to an absent object;
+//     resourceVersions of one object only grow. A read that misses an
+//     acknowledged write (one lost across a restart) is a violation.
+//   - Watches. Watchers watch the namespace from a resourceVersion, resume
+//     from the last one they saw when a stream ends, and sometimes start
+//     again from an older one. Each stream must deliver events in strictly
+//     increasing resourceVersion order; every event seen at one
+//     resourceVersion must be the same for every watcher; a stream must
+//     contain every event any watcher saw, and every acknowledged write,
+//     between its start and the last resourceVersion it was told about (no
+//     gap, no duplicate); a resumed stream replays the same events;
+//     bookmarks never go backwards nor behind an event; a resourceVersion
+//     the server no longer keeps answers 410 Gone, never a silent gap. At
+//     the end, watches from retained resourceVersions (and from the oldest
+//     one recorded) must replay exactly what the watchers saw, or be 410.
+//   - Fencing. Three `leasehold elect` processes run a writer (this test
+//     binary in a helper mode) that sends its LEASEHOLD_FENCING_TOKEN with
+//     every write to a resource served by the test, which refuses a token
+//     smaller than the last it accepted. The leader's elector (alone, or
+//     with its command) is paused with SIGSTOP for a varying time, often
+//     past its lease; a new leader takes over; the old one is resumed. The
+//     resource must have refused every write of a deposed leader made after
+//     a newer token was accepted, and the accepted writes of two commands
+//     never interleave.
+//
+// A violation fails the test and leaves, in a directory named in the
+// failure message, the history (history.json, watches.json), porcupine's
+// visualization of every key that failed (linearizability-KEY.html, open it
+// in a browser) and the server's logs.
+//
+// Two sizes. The small run (TestRobustness, TestFencing) is part of
+// `go test ./...` and takes about two minutes. The long run is
+//
+//	LEASEHOLD_SOAK=30m go test ./test/robustness -run Soak -count=1 -v -timeout 2h
+//
+// which repeats traffic-and-faults rounds (each checked on its own) and
+// fencing rounds until the duration has passed, and logs what it covered:
+// operations, histories, faults of each kind and violations.
+//
+// Replaying a failure: every run logs its seed ("seed N"). The seed decides
+// every client's choice of operations and the fault schedule; run again
+// with LEASEHOLD_ROBUSTNESS_SEED=N to replay the same operations and faults.
+// The interleaving of real processes is not replayable, so a rare violation
+// may need a few runs (-count=10) to show again; the directory it left is
+// the record to read.
+package robustness
