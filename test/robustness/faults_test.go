@@ -2,9 +2,14 @@ package robustness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"sync"
+	"syscall"
+	"testing"
 	"time"
 )
 
@@ -12,12 +17,61 @@ import (
 const (
 	faultKill  = "kill -9 and restart"
 	faultPause = "SIGSTOP/SIGCONT"
+	faultDisk  = "disk full and freed"
 )
 
 // faultPlan sizes the injector: a fault every MinGap to MaxGap, a pause
 // lasting up to MaxPause, a restart up to MaxDown after a kill.
 type faultPlan struct {
 	MinGap, MaxGap, MaxPause, MaxDown time.Duration
+	// MaxFull, when not zero, adds the disk filling up (the data dir is on
+	// a small tmpfs: FillDir) for up to MaxFull, then freed.
+	MaxFull time.Duration
+	FillDir string
+}
+
+// fill appends to path until the file system answers ENOSPC.
+func fill(path string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("filler file: %w", err)
+	}
+	defer f.Close()
+	for _, size := range []int{1 << 20, 4 << 10} {
+		buf := make([]byte, size)
+		for {
+			_, err := f.Write(buf)
+			if errors.Is(err, syscall.ENOSPC) {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("filling %s: %w", path, err)
+			}
+		}
+	}
+	return nil
+}
+
+// mountTmpfs mounts a tmpfs of size on a fresh directory and unmounts it
+// when the test ends (after the server on it stopped: its cleanup is
+// registered later, so runs first). It needs root; without it the disk
+// fault is not injected, and the test says so.
+func mountTmpfs(t *testing.T, size string) (string, bool) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "tmpfs")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "size="+size+",mode=0700"); err != nil {
+		t.Logf("NOT TESTED: the disk filling up needs a %s tmpfs (root or CAP_SYS_ADMIN): mount: %v", size, err)
+		return "", false
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, 0); err != nil {
+			t.Errorf("unmounting the test's tmpfs %s: %v", dir, err)
+		}
+	})
+	return dir, true
 }
 
 // injector injects faults into srv at random moments until ctx ends, and
@@ -32,6 +86,9 @@ type injector struct {
 	counts map[string]int
 	log    []string
 	err    error
+	// crashes are the server's own exits (a violation), found after a
+	// fault; the server was restarted each time.
+	crashes []string
 }
 
 func (in *injector) between(lo, hi time.Duration) time.Duration {
@@ -44,10 +101,11 @@ func (in *injector) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		kind := faultKill
-		if in.rng.Intn(2) == 0 {
-			kind = faultPause
+		kinds := []string{faultKill, faultPause}
+		if in.plan.MaxFull > 0 {
+			kinds = append(kinds, faultDisk)
 		}
+		kind := kinds[in.rng.Intn(len(kinds))]
 		start := time.Now()
 		var d time.Duration
 		switch kind {
@@ -67,6 +125,34 @@ func (in *injector) run(ctx context.Context) {
 			in.srv.pause()
 			time.Sleep(d)
 			in.srv.resume()
+		case faultDisk:
+			d = in.between(200*time.Millisecond, in.plan.MaxFull)
+			filler := filepath.Join(in.plan.FillDir, "filler")
+			if err := fill(filler); err != nil {
+				in.mu.Lock()
+				in.err = err
+				in.mu.Unlock()
+				return
+			}
+			time.Sleep(d)
+			if err := os.Remove(filler); err != nil {
+				in.mu.Lock()
+				in.err = fmt.Errorf("freeing the disk: %w", err)
+				in.mu.Unlock()
+				return
+			}
+		}
+		if crashed, err := in.srv.exitedUnexpectedly(); crashed {
+			in.mu.Lock()
+			in.crashes = append(in.crashes, fmt.Sprintf("the server exited by itself (%v) during or after %s at %.3fs", err, kind, float64(in.h.now())/1e9))
+			in.mu.Unlock()
+			in.h.killed()
+			if err := in.srv.start(); err != nil {
+				in.mu.Lock()
+				in.err = fmt.Errorf("restart after a crash: %w", err)
+				in.mu.Unlock()
+				return
+			}
 		}
 		in.mu.Lock()
 		in.counts[kind]++

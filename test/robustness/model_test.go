@@ -27,6 +27,7 @@ const (
 	resExists   = "exists"   // 409 AlreadyExists
 	resConflict = "conflict" // 409 Conflict (a precondition failed)
 	resInvalid  = "invalid"  // 422: an update of an existing Lease without a resourceVersion
+	resRefused  = "refused"  // 507: the disk is full; nothing was written
 	resUnknown  = "unknown"  // the answer was lost: may or may not have happened
 )
 
@@ -142,6 +143,9 @@ func step(s state, in input, out output) []state {
 			}
 		}
 		return next
+	}
+	if out.Result == resRefused {
+		return []state{s} // the server promises it wrote nothing
 	}
 	one := func(s state, ok bool) []state {
 		if !ok {

@@ -36,7 +36,7 @@ type roundSize struct {
 // smallRound is the run `go test ./...` makes: about a dozen faults.
 var smallRound = roundSize{
 	Clients: 4, Watchers: 2, Traffic: 40 * time.Second,
-	Faults:       faultPlan{MinGap: 1500 * time.Millisecond, MaxGap: 4 * time.Second, MaxPause: 4 * time.Second, MaxDown: 500 * time.Millisecond},
+	Faults:       faultPlan{MinGap: 1500 * time.Millisecond, MaxGap: 4 * time.Second, MaxPause: 4 * time.Second, MaxDown: 500 * time.Millisecond, MaxFull: 3 * time.Second},
 	CheckTimeout: time.Minute,
 }
 
@@ -44,7 +44,7 @@ var smallRound = roundSize{
 // duration has passed.
 var soakRound = roundSize{
 	Clients: 4, Watchers: 3, Traffic: 2 * time.Minute,
-	Faults:       faultPlan{MinGap: time.Second, MaxGap: 5 * time.Second, MaxPause: 6 * time.Second, MaxDown: time.Second},
+	Faults:       faultPlan{MinGap: time.Second, MaxGap: 5 * time.Second, MaxPause: 6 * time.Second, MaxDown: time.Second, MaxFull: 5 * time.Second},
 	CheckTimeout: 3 * time.Minute,
 }
 
@@ -103,7 +103,7 @@ func (s stats) String() string {
 		fmt.Fprintf(&b, "%s %d", k, s.Ops[k])
 	}
 	fmt.Fprintf(&b, "); %d watch streams with %d events, %d answered 410 Gone, %d final replays; faults:", s.Streams, s.Events, s.Gone, s.Replays)
-	for _, k := range []string{faultKill, faultPause} {
+	for _, k := range []string{faultKill, faultPause, faultDisk} {
 		fmt.Fprintf(&b, " %s %d,", k, s.Faults[k])
 	}
 	fmt.Fprintf(&b, " unexpected answers %d; violations %d", s.Odd, s.Violations)
@@ -148,7 +148,17 @@ func newClient(t *testing.T, srv *server) (kubernetes.Interface, func()) {
 // runRound starts a server, runs traffic, watchers and faults for
 // size.Traffic, checks the history and reports what it covered.
 func runRound(t *testing.T, seed int64, size roundSize) stats {
-	srv := startServer(t, "--history-retention", "5s", "--watch-cache-window", "200", "--watch-bookmark-interval", "1s")
+	dataDir := filepath.Join(t.TempDir(), "data")
+	if size.Faults.MaxFull > 0 {
+		// The size e2e's disk tests use: the store's 64 MiB reserve plus
+		// pebble's preallocated WAL files leave room for a few writes.
+		if mnt, ok := mountTmpfs(t, "192m"); ok {
+			dataDir, size.Faults.FillDir = filepath.Join(mnt, "data"), mnt
+		} else {
+			size.Faults.MaxFull = 0
+		}
+	}
+	srv := startServerIn(t, dataDir, "--history-retention", "5s", "--watch-cache-window", "200", "--watch-bookmark-interval", "1s")
 	admin, closeAdmin := newClient(t, srv)
 	defer closeAdmin()
 	ctx := context.Background()
@@ -186,6 +196,9 @@ func runRound(t *testing.T, seed int64, size roundSize) stats {
 	}
 	if inj.err != nil {
 		t.Fatalf("fault injection: %v", inj.err)
+	}
+	for _, c := range inj.crashes {
+		t.Errorf("%s; its log:\n%s", c, srv.Logs())
 	}
 	t.Logf("faults:\n  %s", strings.Join(inj.log, "\n  "))
 

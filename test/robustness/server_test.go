@@ -55,7 +55,13 @@ type process struct {
 // stops it when the test ends.
 func startServer(t testing.TB, extraArgs ...string) *server {
 	t.Helper()
-	s := &server{t: t, dataDir: filepath.Join(t.TempDir(), "data"), port: freePort(t), args: extraArgs}
+	return startServerIn(t, filepath.Join(t.TempDir(), "data"), extraArgs...)
+}
+
+// startServerIn is startServer on a given data dir.
+func startServerIn(t testing.TB, dataDir string, extraArgs ...string) *server {
+	t.Helper()
+	s := &server{t: t, dataDir: dataDir, port: freePort(t), args: extraArgs}
 	if err := s.start(); err != nil {
 		t.Fatal(err)
 	}
@@ -172,6 +178,24 @@ func (s *server) kill() {
 		s.t.Errorf("SIGKILL to server: %v", err)
 	}
 	<-p.exited
+}
+
+// exitedUnexpectedly reports whether the running process exited on its
+// own (a crash), with its status, and forgets it then.
+func (s *server) exitedUnexpectedly() (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return false, nil
+	}
+	select {
+	case <-s.proc.exited:
+		err := s.proc.err
+		s.proc = nil
+		return true, err
+	default:
+		return false, nil
+	}
 }
 
 // pause sends SIGSTOP; resume sends SIGCONT.

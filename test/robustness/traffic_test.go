@@ -210,6 +210,8 @@ func (c *client) classify(in input, l *coordinationv1.Lease, err error) (out out
 		return output{Result: resInvalid}, true
 	case !write:
 		return output{}, false
+	case apierrors.ReasonForError(err) == "InsufficientStorage":
+		return output{Result: resRefused}, true
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return output{}, false // never sent: the server was down
 	}
