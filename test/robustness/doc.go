@@ -4,22 +4,27 @@
 // its author thought of.
 //
 // What it proves, against a real `leasehold serve` process (built from this
-// repository) that it kills with SIGKILL and restarts, and pauses with
-// SIGSTOP/SIGCONT, at random moments:
+// repository) that it kills with SIGKILL and restarts, pauses with
+// SIGSTOP/SIGCONT, and whose disk (a 192 MiB tmpfs, where the test may
+// mount one) it fills up and frees again, at random moments:
 //
 //   - Linearizability. Several client-go clients do random Lease operations on
-//     a few names: create, get, update and merge patch with and without a
-//     resourceVersion precondition, update with a uid precondition, delete
-//     with and without preconditions, list. Every operation is recorded with
-//     its call and return time and its result; a write whose answer was lost
-//     (connection error, timeout, 5xx) is recorded as unknown, and may or may
-//     not have happened. porcupine (the checker etcd uses) checks the history,
-//     partitioned by Lease name, against a model of Kubernetes' semantics:
-//     the object present or absent with its value, resourceVersion and uid;
-//     create-if-absent (409 AlreadyExists), resourceVersion and uid
-//     preconditions (409 Conflict), 404 for a write to an absent object;
-//     resourceVersions of one object only grow. A read that misses an
-//     acknowledged write (one lost across a restart) is a violation.
+//     a few names: create, get, update (PUT) with a resourceVersion
+//     precondition, a uid precondition, both or none, merge patch with and
+//     without a resourceVersion precondition, delete with and without
+//     preconditions, list. Every operation is recorded with its call and
+//     return time and its result; a write whose answer was lost (connection
+//     error, timeout, 5xx) is recorded as unknown, and may or may not have
+//     happened; a 507 on a full disk must mean that nothing was written.
+//     porcupine (the checker etcd uses) checks the history, partitioned by
+//     Lease name, against a model of Kubernetes' Lease semantics
+//     (model_test.go): the object present or absent with its value,
+//     resourceVersion and uid; create-if-absent (409 AlreadyExists); a PUT
+//     creates an absent Lease and needs a resourceVersion to update one (422
+//     without); resourceVersion and uid preconditions (409 Conflict); 404 for
+//     a patch or delete of an absent object; resourceVersions of one object
+//     only grow. A read that misses an acknowledged write (one lost across a
+//     restart) is a violation, and so is a server that exits by itself.
 //   - Watches. Watchers watch the namespace from a resourceVersion, resume
 //     from the last one they saw when a stream ends, and sometimes start
 //     again from an older one. Each stream must deliver events in strictly
