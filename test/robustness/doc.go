@@ -47,18 +47,27 @@
 //     a newer token was accepted, and the accepted writes of two commands
 //     never interleave.
 //
+// In etcd mode (TestRobustnessEtcd) the data lives in a three-member
+// Debian etcd cluster (installed with apt-get when missing, else the test
+// is skipped saying so) behind two leasehold replicas; clients and watchers
+// spread over both, and the faults are kill -9 and SIGSTOP of a replica,
+// kill -9 of an etcd member (the leader a third of the time) and loss of
+// quorum (two members frozen). An unknown write there is not bounded by a
+// replica's death: its transaction may reach etcd afterwards.
+//
 // A violation fails the test and leaves, in a directory named in the
 // failure message, the history (history.json, watches.json), porcupine's
 // visualization of every key that failed (linearizability-KEY.html, open it
 // in a browser) and the server's logs.
 //
-// Two sizes. The small run (TestRobustness, TestFencing) is part of
-// `go test ./...` and takes about two minutes. The long run is
+// Two sizes. The small run (TestRobustness, TestRobustnessEtcd,
+// TestFencing) is part of `go test ./...` and takes about two minutes. The
+// long run is
 //
 //	LEASEHOLD_SOAK=30m go test ./test/robustness -run Soak -count=1 -v -timeout 2h
 //
-// which repeats traffic-and-faults rounds (each checked on its own) and
-// fencing rounds until the duration has passed, and logs what it covered:
+// which repeats traffic-and-faults rounds (each checked on its own, the
+// embedded store and etcd in turn) and fencing rounds until the duration has passed, and logs what it covered:
 // operations, histories, faults of each kind and violations.
 //
 // Replaying a failure: every run logs its seed ("seed N"). The seed decides

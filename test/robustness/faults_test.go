@@ -18,6 +18,9 @@ const (
 	faultKill  = "kill -9 and restart"
 	faultPause = "SIGSTOP/SIGCONT"
 	faultDisk  = "disk full and freed"
+	// etcd mode.
+	faultEtcdKill   = "kill -9 and restart of an etcd member"
+	faultEtcdQuorum = "etcd quorum lost (two members SIGSTOPped) and back"
 )
 
 // faultPlan sizes the injector: a fault every MinGap to MaxGap, a pause
@@ -74,10 +77,11 @@ func mountTmpfs(t *testing.T, size string) (string, bool) {
 	return dir, true
 }
 
-// injector injects faults into srv at random moments until ctx ends, and
-// leaves the server running and resumed.
+// injector injects faults into the servers (and etcd members) at random
+// moments until ctx ends, and leaves them running and resumed.
 type injector struct {
-	srv  *server
+	srvs []*server
+	etcd []*etcdMember
 	h    *history
 	rng  *rand.Rand
 	plan faultPlan
@@ -105,49 +109,29 @@ func (in *injector) run(ctx context.Context) {
 		if in.plan.MaxFull > 0 {
 			kinds = append(kinds, faultDisk)
 		}
-		kind := kinds[in.rng.Intn(len(kinds))]
-		start := time.Now()
-		var d time.Duration
-		switch kind {
-		case faultKill:
-			d = in.between(0, in.plan.MaxDown)
-			in.srv.kill()
-			in.h.killed()
-			time.Sleep(d)
-			if err := in.srv.start(); err != nil {
-				in.mu.Lock()
-				in.err = fmt.Errorf("restart after kill: %w", err)
-				in.mu.Unlock()
-				return
-			}
-		case faultPause:
-			d = in.between(100*time.Millisecond, in.plan.MaxPause)
-			in.srv.pause()
-			time.Sleep(d)
-			in.srv.resume()
-		case faultDisk:
-			d = in.between(200*time.Millisecond, in.plan.MaxFull)
-			filler := filepath.Join(in.plan.FillDir, "filler")
-			if err := fill(filler); err != nil {
-				in.mu.Lock()
-				in.err = err
-				in.mu.Unlock()
-				return
-			}
-			time.Sleep(d)
-			if err := os.Remove(filler); err != nil {
-				in.mu.Lock()
-				in.err = fmt.Errorf("freeing the disk: %w", err)
-				in.mu.Unlock()
-				return
-			}
+		if len(in.etcd) > 0 {
+			kinds = append(kinds, faultEtcdKill, faultEtcdQuorum)
 		}
-		if crashed, err := in.srv.exitedUnexpectedly(); crashed {
+		kind := kinds[in.rng.Intn(len(kinds))]
+		srv := in.srvs[in.rng.Intn(len(in.srvs))]
+		start := time.Now()
+		d, err := in.inject(kind, srv)
+		if err != nil {
 			in.mu.Lock()
-			in.crashes = append(in.crashes, fmt.Sprintf("the server exited by itself (%v) during or after %s at %.3fs", err, kind, float64(in.h.now())/1e9))
+			in.err = err
 			in.mu.Unlock()
-			in.h.killed()
-			if err := in.srv.start(); err != nil {
+			return
+		}
+		for _, s := range in.srvs {
+			crashed, cerr := s.exitedUnexpectedly()
+			if !crashed {
+				continue
+			}
+			in.mu.Lock()
+			in.crashes = append(in.crashes, fmt.Sprintf("the server on %s exited by itself (%v) during or after %s at %.3fs", s.addr(), cerr, kind, float64(in.h.now())/1e9))
+			in.mu.Unlock()
+			in.killed()
+			if err := s.start(); err != nil {
 				in.mu.Lock()
 				in.err = fmt.Errorf("restart after a crash: %w", err)
 				in.mu.Unlock()
@@ -159,4 +143,65 @@ func (in *injector) run(ctx context.Context) {
 		in.log = append(in.log, fmt.Sprintf("%.3fs %s (%v; back after %v)", float64(in.h.now())/1e9, kind, d.Round(time.Millisecond), time.Since(start).Round(time.Millisecond)))
 		in.mu.Unlock()
 	}
+}
+
+// killed records a kill as the bound of unknown writes, but only on the
+// embedded store: with etcd, a replica's transaction may still reach etcd
+// after the replica died.
+func (in *injector) killed() {
+	if len(in.etcd) == 0 {
+		in.h.killed()
+	}
+}
+
+// inject makes one fault on srv (or etcd) and returns how long it lasted.
+func (in *injector) inject(kind string, srv *server) (time.Duration, error) {
+	var d time.Duration
+	switch kind {
+	case faultKill:
+		d = in.between(0, in.plan.MaxDown)
+		srv.kill()
+		in.killed()
+		time.Sleep(d)
+		if err := srv.start(); err != nil {
+			return d, fmt.Errorf("restart after kill: %w", err)
+		}
+	case faultPause:
+		d = in.between(100*time.Millisecond, in.plan.MaxPause)
+		srv.pause()
+		time.Sleep(d)
+		srv.resume()
+	case faultDisk:
+		d = in.between(200*time.Millisecond, in.plan.MaxFull)
+		filler := filepath.Join(in.plan.FillDir, "filler")
+		if err := fill(filler); err != nil {
+			return d, err
+		}
+		time.Sleep(d)
+		if err := os.Remove(filler); err != nil {
+			return d, fmt.Errorf("freeing the disk: %w", err)
+		}
+	case faultEtcdKill:
+		// A member at random: the leader a third of the time.
+		d = in.between(0, in.plan.MaxDown)
+		m := in.etcd[in.rng.Intn(len(in.etcd))]
+		m.kill()
+		time.Sleep(d)
+		if err := m.start(); err != nil {
+			return d, err
+		}
+	case faultEtcdQuorum:
+		// Two of three members frozen: no quorum until they resume.
+		d = in.between(100*time.Millisecond, in.plan.MaxPause)
+		i := in.rng.Intn(len(in.etcd))
+		frozen := []*etcdMember{in.etcd[i], in.etcd[(i+1)%len(in.etcd)]}
+		for _, m := range frozen {
+			m.signal(syscall.SIGSTOP)
+		}
+		time.Sleep(d)
+		for _, m := range frozen {
+			m.signal(syscall.SIGCONT)
+		}
+	}
+	return d, nil
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -27,15 +28,19 @@ import (
 // roundSize sizes one round of traffic and faults.
 type roundSize struct {
 	Clients, Watchers int
-	Traffic           time.Duration
-	Faults            faultPlan
+	// Etcd: the data lives in a three-member Debian etcd cluster, served by
+	// Replicas leasehold processes (clients and watchers spread over them).
+	Etcd     bool
+	Replicas int
+	Traffic  time.Duration
+	Faults   faultPlan
 	// CheckTimeout bounds porcupine.
 	CheckTimeout time.Duration
 }
 
-// smallRound is the run `go test ./...` makes: about a dozen faults.
+// smallRound is the run `go test ./...` makes: about ten faults.
 var smallRound = roundSize{
-	Clients: 4, Watchers: 2, Traffic: 40 * time.Second,
+	Clients: 4, Watchers: 2, Traffic: 30 * time.Second,
 	Faults:       faultPlan{MinGap: 1500 * time.Millisecond, MaxGap: 4 * time.Second, MaxPause: 4 * time.Second, MaxDown: 500 * time.Millisecond, MaxFull: 3 * time.Second},
 	CheckTimeout: time.Minute,
 }
@@ -60,6 +65,32 @@ func seed(t *testing.T) int64 {
 	}
 	t.Logf("seed %d (replay with LEASEHOLD_ROBUSTNESS_SEED=%d)", s, s)
 	return s
+}
+
+// soakEtcdRound is soakRound in etcd mode.
+var soakEtcdRound = roundSize{
+	Clients: 4, Watchers: 3, Traffic: 2 * time.Minute, Etcd: true, Replicas: 2,
+	Faults:       faultPlan{MinGap: time.Second, MaxGap: 5 * time.Second, MaxPause: 6 * time.Second, MaxDown: 2 * time.Second},
+	CheckTimeout: 3 * time.Minute,
+}
+
+// etcdRound is the small run in etcd mode: two replicas on three members,
+// faults on both and on etcd.
+var etcdRound = roundSize{
+	Clients: 4, Watchers: 2, Traffic: 30 * time.Second, Etcd: true, Replicas: 2,
+	Faults:       faultPlan{MinGap: 1500 * time.Millisecond, MaxGap: 4 * time.Second, MaxPause: 4 * time.Second, MaxDown: time.Second},
+	CheckTimeout: time.Minute,
+}
+
+// TestRobustnessEtcd is TestRobustness with the data in etcd: two
+// replicas, each killed and paused, and etcd members killed and frozen two
+// at a time (quorum lost).
+func TestRobustnessEtcd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a minute of traffic and faults; not in -short")
+	}
+	st := runRound(t, seed(t), etcdRound)
+	t.Log(st)
 }
 
 // TestRobustness is the small run: one round of random traffic, watches
@@ -103,7 +134,7 @@ func (s stats) String() string {
 		fmt.Fprintf(&b, "%s %d", k, s.Ops[k])
 	}
 	fmt.Fprintf(&b, "); %d watch streams with %d events, %d answered 410 Gone, %d final replays; faults:", s.Streams, s.Events, s.Gone, s.Replays)
-	for _, k := range []string{faultKill, faultPause, faultDisk} {
+	for _, k := range []string{faultKill, faultPause, faultDisk, faultEtcdKill, faultEtcdQuorum} {
 		fmt.Fprintf(&b, " %s %d,", k, s.Faults[k])
 	}
 	fmt.Fprintf(&b, " unexpected answers %d; violations %d", s.Odd, s.Violations)
@@ -158,7 +189,23 @@ func runRound(t *testing.T, seed int64, size roundSize) stats {
 			size.Faults.MaxFull = 0
 		}
 	}
-	srv := startServerIn(t, dataDir, "--history-retention", "5s", "--watch-cache-window", "200", "--watch-bookmark-interval", "1s")
+	args := []string{"--history-retention", "5s", "--watch-cache-window", "200", "--watch-bookmark-interval", "1s"}
+	var srvs []*server
+	var members []*etcdMember
+	if size.Etcd {
+		members = startEtcd(t, 3)
+		pki := filepath.Join(t.TempDir(), "pki")
+		if out, err := exec.Command(leaseholdBinary, "credentials", "init", "--dir", pki).CombinedOutput(); err != nil {
+			t.Fatalf("credentials init: %v\n%s", err, out)
+		}
+		for i := range max(size.Replicas, 1) {
+			srvs = append(srvs, startServerIn(t, filepath.Join(t.TempDir(), "data"), append([]string{"--etcd-servers", endpoints(members),
+				"--hostname-override", fmt.Sprintf("replica-%d", i), "--ca-dir", pki}, args...)...))
+		}
+	} else {
+		srvs = []*server{startServerIn(t, dataDir, args...)}
+	}
+	srv := srvs[0]
 	admin, closeAdmin := newClient(t, srv)
 	defer closeAdmin()
 	ctx := context.Background()
@@ -169,20 +216,20 @@ func runRound(t *testing.T, seed int64, size roundSize) stats {
 	h := newHistory()
 	ws := &watches{}
 	odd := &oddErrors{}
-	inj := &injector{srv: srv, h: h, rng: rand.New(rand.NewSource(seed)), plan: size.Faults, counts: map[string]int{}}
+	inj := &injector{srvs: srvs, etcd: members, h: h, rng: rand.New(rand.NewSource(seed)), plan: size.Faults, counts: map[string]int{}}
 	runCtx, cancel := context.WithTimeout(ctx, size.Traffic)
 	defer cancel()
 	var wg sync.WaitGroup
 	var closers []func()
 	for i := range size.Clients {
-		c, closeC := newClient(t, srv)
+		c, closeC := newClient(t, srvs[i%len(srvs)])
 		closers = append(closers, closeC)
 		cl := &client{id: i, c: c, rng: rand.New(rand.NewSource(seed + 1 + int64(i))), h: h, seen: map[string]metav1.ObjectMeta{}, odd: odd}
 		wg.Add(1)
 		go func() { defer wg.Done(); cl.run(runCtx) }()
 	}
 	for i := range size.Watchers {
-		c, closeC := newClient(t, srv)
+		c, closeC := newClient(t, srvs[(i+1)%len(srvs)])
 		closers = append(closers, closeC)
 		w := &watcher{id: i, c: c, rng: rand.New(rand.NewSource(seed + 1000 + int64(i))), w: ws}
 		wg.Add(1)
@@ -198,7 +245,7 @@ func runRound(t *testing.T, seed int64, size roundSize) stats {
 		t.Fatalf("fault injection: %v", inj.err)
 	}
 	for _, c := range inj.crashes {
-		t.Errorf("%s; its log:\n%s", c, srv.Logs())
+		t.Errorf("%s", c)
 	}
 	t.Logf("faults:\n  %s", strings.Join(inj.log, "\n  "))
 
@@ -251,7 +298,7 @@ func runRound(t *testing.T, seed int64, size roundSize) stats {
 	}
 	st.Violations = len(violations)
 	if len(violations) > 0 {
-		dir := saveArtifacts(t, srv, records, streams, model, lin, inj.log)
+		dir := saveArtifacts(t, srvs, records, streams, model, lin, inj.log)
 		t.Errorf("seed %d: %d violations; history, watches, porcupine's visualization and server logs in %s:\n  %s",
 			seed, len(violations), dir, strings.Join(violations, "\n  "))
 	}
@@ -357,7 +404,7 @@ func watchFromReplay(ctx context.Context, c kubernetes.Interface, rv, reach int6
 
 // saveArtifacts writes what a person needs to read a violation into a
 // directory that outlives the test, and returns it.
-func saveArtifacts(t *testing.T, srv *server, records []record, streams []*stream, model porcupine.Model, lin map[string]porcupine.LinearizationInfo, faults []string) string {
+func saveArtifacts(t *testing.T, srvs []*server, records []record, streams []*stream, model porcupine.Model, lin map[string]porcupine.LinearizationInfo, faults []string) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "leasehold-robustness-")
 	if err != nil {
@@ -376,8 +423,11 @@ func saveArtifacts(t *testing.T, srv *server, records []record, streams []*strea
 	write("history.json", records)
 	write("watches.json", streams)
 	write("faults.json", faults)
-	if err := os.WriteFile(filepath.Join(dir, "server.log"), []byte(srv.Logs()), 0o644); err != nil {
-		t.Errorf("writing server.log: %v", err)
+	for i, srv := range srvs {
+		name := fmt.Sprintf("server-%d.log", i)
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(srv.Logs()), 0o644); err != nil {
+			t.Errorf("writing %s: %v", name, err)
+		}
 	}
 	for key, info := range lin {
 		if err := porcupine.VisualizePath(model, info, filepath.Join(dir, "linearizability-"+key+".html")); err != nil {

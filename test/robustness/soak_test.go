@@ -8,7 +8,8 @@ import (
 )
 
 // TestSoak is the long run: rounds of traffic and faults (each on a fresh
-// server, each history checked on its own) alternating with fencing rounds,
+// server, each history checked on its own; the embedded store and etcd
+// mode in turn) alternating with fencing rounds,
 // until LEASEHOLD_SOAK (a duration, such as 30m) has passed; then it logs
 // what it covered. Skipped unless LEASEHOLD_SOAK is set:
 //
@@ -31,7 +32,11 @@ func TestSoak(t *testing.T) {
 		s := base + round*10000
 		t.Run(fmt.Sprintf("traffic-%d", round), func(t *testing.T) {
 			t.Logf("seed %d", s)
-			st := runRound(t, s, soakRound)
+			size := soakRound
+			if round%2 == 1 {
+				size = soakEtcdRound
+			}
+			st := runRound(t, s, size)
 			t.Log(st)
 			total.add(st)
 			histories++
