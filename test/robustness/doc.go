@@ -56,9 +56,9 @@
 // replica's death: its transaction may reach etcd afterwards.
 //
 // A violation fails the test and leaves, in a directory named in the
-// failure message, the history (history.json, watches.json), porcupine's
-// visualization of every key that failed (linearizability-KEY.html, open it
-// in a browser) and the server's logs.
+// failure message, the history (history.json, watches.json, faults.json),
+// porcupine's visualization of every key that failed
+// (linearizability-KEY.html, open it in a browser) and the servers' logs.
 //
 // Two sizes. The small run (TestRobustness, TestRobustnessEtcd,
 // TestFencing) is part of `go test ./...` and takes about two minutes. The
@@ -67,8 +67,9 @@
 //	LEASEHOLD_SOAK=30m go test ./test/robustness -run Soak -count=1 -v -timeout 2h
 //
 // which repeats traffic-and-faults rounds (each checked on its own, the
-// embedded store and etcd in turn) and fencing rounds until the duration has passed, and logs what it covered:
-// operations, histories, faults of each kind and violations.
+// embedded store and etcd in turn) and fencing rounds until the duration
+// has passed, and logs what it covered: operations, histories, faults of
+// each kind and violations.
 //
 // Replaying a failure: every run logs its seed ("seed N"). The seed decides
 // every client's choice of operations and the fault schedule; run again
