@@ -100,6 +100,12 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, res *registry.Re
 	return nil
 }
 
+// maxDeleteRetries bounds how often a delete reads the object again after a
+// write got in between; kube-apiserver's has no bound but the request's
+// deadline. Each retry reads the store, so only writers that win every
+// race can exhaust it.
+const maxDeleteRetries = 100
+
 // deleteObject deletes one object. done=false means finalizers keep it, and
 // obj is its updated state with deletionTimestamp set.
 func (s *Server) deleteObject(ctx context.Context, res *registry.Resource, namespace, name string, opts metav1.DeleteOptions) (runtime.Object, bool, error) {
@@ -163,8 +169,9 @@ func (s *Server) deleteObject(ctx context.Context, res *registry.Resource, names
 		obj, err := s.finishDelete(ctx, res, key, rev, cur.DeepCopyObject())
 		// A write got in between: read again, and check the preconditions
 		// on what is there now (kube-apiserver's conditional delete does
-		// the same), so a uid precondition that still holds succeeds.
-		if apierrors.IsConflict(err) && attempt < maxPatchRetries {
+		// the same, for as long as it takes), so a uid precondition that
+		// still holds succeeds however busy the object's writers are.
+		if apierrors.IsConflict(err) && attempt < maxDeleteRetries && ctx.Err() == nil {
 			continue
 		}
 		return obj, err == nil, err
