@@ -163,6 +163,18 @@ func (s *Server) updateObject(ctx context.Context, res *registry.Resource, info 
 		return out, nil, created, err
 	}
 	if strconv.FormatInt(reqRV, 10) != old.GetResourceVersion() {
+		// The cache has seen reqRV, so the object changed since: a
+		// conflict, unless the store no longer has it (the cache has yet
+		// to see the delete). kube-apiserver then re-reads etcd, as when
+		// any cached state fails an update, and the PUT finds no object:
+		// created where the kind allows it, else 404.
+		fresh, err := s.getStored(ctx, res, key)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		if fresh == nil {
+			return s.updateMissing(ctx, res, info, key, reqUID, obj, wo)
+		}
 		return nil, nil, false, conflict(res, info.name)
 	}
 	out, stored, err := s.storeUpdate(ctx, res, key, info.subresource, cur, obj, wo)
