@@ -79,12 +79,22 @@ func (s *Store) Delete(ctx context.Context, res *registry.Resource, namespace, n
 		// cur is the watch cache's shared object; finishDelete stamps the
 		// deletion's resourceVersion on what it is given.
 		obj, err := s.finishDelete(ctx, res, key, rev, cur.DeepCopyObject())
-		if apierrors.IsConflict(err) && opts.Preconditions == nil && attempt < MaxRetries {
+		// A write got in between: read again, and check the preconditions
+		// on what is there now (kube-apiserver's conditional delete does
+		// the same, for as long as it takes), so a uid precondition that
+		// still holds succeeds however busy the object's writers are.
+		if apierrors.IsConflict(err) && attempt < maxDeleteRetries && ctx.Err() == nil {
 			continue
 		}
 		return obj, err == nil, err
 	}
 }
+
+// maxDeleteRetries bounds how often a delete reads the object again after a
+// write got in between; kube-apiserver's has no bound but the request's
+// deadline. Each retry reads the store, so only writers that win every
+// race can exhaust it.
+const maxDeleteRetries = 100
 
 // deletionFinalizers returns the finalizers the object must carry while it
 // is being deleted with the given propagation policy.

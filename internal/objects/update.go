@@ -96,6 +96,18 @@ func (s *Store) Update(ctx context.Context, res *registry.Resource, namespace, n
 		return nil, nil, false, err
 	}
 	if reqRV != curRV {
+		// The cache has seen reqRV, so the object changed since: a
+		// conflict, unless the store no longer has it (the cache has yet
+		// to see the delete). kube-apiserver then re-reads etcd, as when
+		// any cached state fails an update, and the PUT finds no object:
+		// created where the kind allows it, else 404.
+		fresh, err := s.stored(ctx, res, key)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		if fresh == nil {
+			return s.updateMissing(ctx, res, namespace, name, subresource, key, reqUID, obj, wo)
+		}
 		return nil, nil, false, Conflict(res, name)
 	}
 	out, stored, err := s.updateFrom(ctx, res, key, subresource, cur, curRV, obj, wo)

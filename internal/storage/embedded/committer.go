@@ -174,7 +174,12 @@ type committer struct {
 	// is then half-built and must not be committed.
 	broken  error
 	results []writeResult
-	events  []storage.Event
+	// onStaged[i] is true when results[i] is a refusal decided against a
+	// write staged earlier in the batch (a create of a key the batch
+	// creates, an update at a revision it replaced): if the batch is not
+	// committed, that write never happened, and neither did the verdict.
+	onStaged []bool
+	events   []storage.Event
 	// prevRevs[i] is the revision events[i] replaced (0 for a create).
 	prevRevs []int64
 	// record is the buffer log records are encoded into. A fresh one per
@@ -214,6 +219,7 @@ func (c *committer) commit(reqs []*writeReq) {
 	clear(c.pending)
 	c.broken = nil
 	c.results = c.results[:0]
+	c.onStaged = c.onStaged[:0]
 	// events is handed to watchers, who keep it: never reuse its array.
 	c.events = make([]storage.Event, 0, len(reqs))
 	c.prevRevs = c.prevRevs[:0]
@@ -221,14 +227,16 @@ func (c *committer) commit(reqs []*writeReq) {
 	defer b.Close()
 	rev := s.rev.Load()
 	for _, req := range reqs {
+		_, staged := c.pending[req.key]
 		res := c.apply(b, req, rev+1)
 		if res.err == nil {
 			rev = res.rev
 		}
 		c.results = append(c.results, res)
+		c.onStaged = append(c.onStaged, staged && res.err != nil)
 	}
 	if c.broken != nil {
-		answer(reqs, c.results, c.broken)
+		answer(reqs, c.refusedResults(), c.broken)
 		return
 	}
 	if len(c.events) > 0 {
@@ -243,7 +251,7 @@ func (c *committer) commit(reqs []*writeReq) {
 			c.observeCommit(b.CommitStats())
 		}
 		if err != nil {
-			answer(reqs, c.results, fmt.Errorf("commit batch of %d writes: %w", len(c.events), err))
+			answer(reqs, c.refusedResults(), fmt.Errorf("commit batch of %d writes: %w", len(c.events), err))
 			return
 		}
 		for key, p := range c.pending {
@@ -281,6 +289,18 @@ func (c *committer) observeCommit(st pebble.BatchCommitStats) {
 		"syncWait", st.CommitWaitDuration.String(), "walQueueWait", st.WALQueueWaitDuration.String(),
 		"semaphoreWait", st.SemaphoreWaitDuration.String(), "memtableStall", st.MemTableWriteStallDuration.String(),
 		"l0Stall", st.L0ReadAmpWriteStallDuration.String(), "walRotation", st.WALRotationDuration.String())
+}
+
+// refusedResults is results for a batch that is not committed: a verdict
+// decided against a staged write is dropped, so that its request gets the
+// batch's error like the writes it was decided against.
+func (c *committer) refusedResults() []writeResult {
+	for i, staged := range c.onStaged {
+		if staged {
+			c.results[i] = writeResult{}
+		}
+	}
+	return c.results
 }
 
 // answer answers every request with err, except those whose result (in

@@ -1,0 +1,80 @@
+// Package robustness proves Leasehold's guarantees the way etcd's robustness
+// suite does: it records what real clients saw while faults were injected,
+// and checks the whole record afterwards, instead of checking one scenario
+// its author thought of.
+//
+// What it proves, against a real `leasehold serve` process (built from this
+// repository) that it kills with SIGKILL and restarts, pauses with
+// SIGSTOP/SIGCONT, and whose disk (a 192 MiB tmpfs, where the test may
+// mount one) it fills up and frees again, at random moments:
+//
+//   - Linearizability. Several client-go clients do random Lease operations on
+//     a few names: create, get, update (PUT) with a resourceVersion
+//     precondition, a uid precondition, both or none, merge patch with and
+//     without a resourceVersion precondition, delete with and without
+//     preconditions, list. Every operation is recorded with its call and
+//     return time and its result; a write whose answer was lost (connection
+//     error, timeout, 5xx) is recorded as unknown, and may or may not have
+//     happened; a 507 on a full disk must mean that nothing was written.
+//     porcupine (the checker etcd uses) checks the history, partitioned by
+//     Lease name, against a model of Kubernetes' Lease semantics
+//     (model_test.go): the object present or absent with its value,
+//     resourceVersion and uid; create-if-absent (409 AlreadyExists); a PUT
+//     creates an absent Lease and needs a resourceVersion to update one (422
+//     without); resourceVersion and uid preconditions (409 Conflict); 404 for
+//     a patch or delete of an absent object; resourceVersions of one object
+//     only grow. A read that misses an acknowledged write (one lost across a
+//     restart) is a violation, and so is a server that exits by itself.
+//   - Watches. Watchers watch the namespace from a resourceVersion, resume
+//     from the last one they saw when a stream ends, and sometimes start
+//     again from an older one. Each stream must deliver events in strictly
+//     increasing resourceVersion order; every event seen at one
+//     resourceVersion must be the same for every watcher; a stream must
+//     contain every event any watcher saw, and every acknowledged write,
+//     between its start and the last resourceVersion it was told about (no
+//     gap, no duplicate); a resumed stream replays the same events;
+//     bookmarks never go backwards nor behind an event; a resourceVersion
+//     the server no longer keeps answers 410 Gone, never a silent gap. At
+//     the end, watches from retained resourceVersions (and from the oldest
+//     one recorded) must replay exactly what the watchers saw, or be 410.
+//   - Fencing. Three `leasehold elect` processes run a writer (this test
+//     binary in a helper mode) that sends its LEASEHOLD_FENCING_TOKEN with
+//     every write to a resource served by the test, which refuses a token
+//     smaller than the last it accepted. The leader's elector (alone, or
+//     with its command) is paused with SIGSTOP for a varying time, often
+//     past its lease; a new leader takes over; the old one is resumed. The
+//     resource must have refused every write of a deposed leader made after
+//     a newer token was accepted, and the accepted writes of two commands
+//     never interleave.
+//
+// In etcd mode (TestRobustnessEtcd) the data lives in a three-member
+// Debian etcd cluster (installed with apt-get when missing, else the test
+// is skipped saying so) behind two leasehold replicas; clients and watchers
+// spread over both, and the faults are kill -9 and SIGSTOP of a replica,
+// kill -9 of an etcd member (the leader a third of the time) and loss of
+// quorum (two members frozen). An unknown write there is not bounded by a
+// replica's death: its transaction may reach etcd afterwards.
+//
+// A violation fails the test and leaves, in a directory named in the
+// failure message, the history (history.json, watches.json, faults.json),
+// porcupine's visualization of every key that failed
+// (linearizability-KEY.html, open it in a browser) and the servers' logs.
+//
+// Two sizes. The small run (TestRobustness, TestRobustnessEtcd,
+// TestFencing) is part of `go test ./...` and takes about two minutes. The
+// long run is
+//
+//	LEASEHOLD_SOAK=30m go test ./test/robustness -run Soak -count=1 -v -timeout 2h
+//
+// which repeats traffic-and-faults rounds (each checked on its own, the
+// embedded store and etcd in turn) and fencing rounds until the duration
+// has passed, and logs what it covered: operations, histories, faults of
+// each kind and violations.
+//
+// Replaying a failure: every run logs its seed ("seed N"). The seed decides
+// every client's choice of operations and the fault schedule; run again
+// with LEASEHOLD_ROBUSTNESS_SEED=N to replay the same operations and faults.
+// The interleaving of real processes is not replayable, so a rare violation
+// may need a few runs (-count=10) to show again; the directory it left is
+// the record to read.
+package robustness
