@@ -28,7 +28,15 @@ const (
 // the decision is checked before the error: an authorizer may allow despite
 // an error in an unrelated rule.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request, rec *request.Record) bool {
-	decision, reason, err := s.cfg.Authorizer.Authorize(r.Context(), &rec.Attributes)
+	return s.allowed(w, r, rec, &rec.Attributes)
+}
+
+// allowed asks Config.Authorizer about a, records the decision in rec, and
+// on a refusal answers it: 403 with the reason, or 500 when the authorizer
+// failed. a is the request's own Attributes, or one part of an
+// impersonation (impersonate.go).
+func (s *Server) allowed(w http.ResponseWriter, r *http.Request, rec *request.Record, a *request.Attributes) bool {
+	decision, reason, err := s.cfg.Authorizer.Authorize(r.Context(), a)
 	if decision == authz.DecisionAllow {
 		rec.Decision, rec.Reason = DecisionAllow, reason
 		return true
@@ -36,12 +44,12 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, rec *request.
 	rec.Decision = DecisionForbid
 	if err != nil {
 		rec.Reason = reasonError
-		s.logger.Error("authorization failed", "user", rec.User.Name, "verb", rec.Verb, "path", r.URL.Path, "err", err)
+		s.logger.Error("authorization failed", "user", a.User.Name, "verb", a.Verb, "path", r.URL.Path, "err", err)
 		s.writeError(w, r, apierrors.NewInternalError(errors.New(reasonError)))
 		return false
 	}
 	rec.Reason = reason
-	s.writeError(w, r, forbidden(&rec.Attributes, reason))
+	s.writeError(w, r, forbidden(a, reason))
 	return false
 }
 

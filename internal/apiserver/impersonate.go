@@ -1,15 +1,14 @@
 package apiserver
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 
-	"github.com/leasehold/leasehold/internal/authz"
 	"github.com/leasehold/leasehold/internal/request"
 )
 
@@ -55,24 +54,14 @@ func (s *Server) impersonate(w *statusRecorder, r *http.Request, rec *request.Re
 	for i := range wants {
 		a := &wants[i]
 		a.User = rec.User
-		decision, reason, err := s.cfg.Authorizer.Authorize(r.Context(), a)
-		if decision != authz.DecisionAllow {
-			rec.Decision = DecisionForbid
-			if err != nil {
-				rec.Reason = reasonError
-				s.logger.Error("authorizing impersonation failed", "user", rec.User.Name, "err", err)
-				s.writeError(w, r, apierrors.NewInternalError(errors.New(reasonError)))
-				return false
-			}
-			rec.Reason = reason
-			s.writeError(w, r, forbidden(a, reason))
+		if !s.allowed(w, r, rec, a) {
 			return false
 		}
 		switch a.Resource {
 		case "users":
 			next.Name = a.Name
 		case serviceAccountsResource:
-			next.Name = request.ServiceAccountPrefix + a.Namespace + ":" + a.Name
+			next.Name = serviceaccount.MakeUsername(a.Namespace, a.Name)
 		case "groups":
 			next.Groups, groupsGiven = append(next.Groups, a.Name), true
 		case "uids":
@@ -84,9 +73,9 @@ func (s *Server) impersonate(w *statusRecorder, r *http.Request, rec *request.Re
 			next.Extra[a.Subresource] = append(next.Extra[a.Subresource], a.Name)
 		}
 	}
-	if ns, ok := serviceAccountNamespace(next.Name); ok && !groupsGiven {
+	if ns, _, err := serviceaccount.SplitUsername(next.Name); err == nil && !groupsGiven {
 		// A service account's groups follow from its name.
-		next.Groups = []string{"system:serviceaccounts", "system:serviceaccounts:" + ns}
+		next.Groups = serviceaccount.MakeGroupNames(ns)
 	}
 	next.Groups = withImpersonatedGroup(next.Name, next.Groups)
 	auditOf(w).SetImpersonatedUser(next)
@@ -101,7 +90,9 @@ func (s *Server) impersonate(w *statusRecorder, r *http.Request, rec *request.Re
 
 // hasImpersonation is the stage's whole cost on an ordinary request: one
 // pass over the header names (Go canonicalizes them, so the prefix is
-// exact).
+// exact). 61 ns over a renewal's six headers (BenchmarkHasImpersonation),
+// 0.2% of a ~30 µs renewal; looking up the three fixed names alone would
+// miss an Impersonate-Extra-* sent without a user, which kube refuses.
 func hasImpersonation(h http.Header) bool {
 	for k := range h {
 		if strings.HasPrefix(k, "Impersonate-") {
@@ -124,7 +115,7 @@ func impersonationRequests(h http.Header) ([]request.Attributes, error) {
 	}
 	user := h.Get(impersonateUserHeader)
 	if user != "" {
-		if ns, name, ok := splitServiceAccount(user); ok {
+		if ns, name, err := serviceaccount.SplitUsername(user); err == nil {
 			ask("", serviceAccountsResource, "", ns, name)
 		} else {
 			ask("", "users", "", "", user)
@@ -164,21 +155,6 @@ func describeImpersonation(as []request.Attributes) string {
 		parts[i] = a.Resource + "=" + a.Name
 	}
 	return "[" + strings.Join(parts, " ") + "]"
-}
-
-// splitServiceAccount splits system:serviceaccount:NS:NAME.
-func splitServiceAccount(user string) (ns, name string, ok bool) {
-	rest, ok := strings.CutPrefix(user, request.ServiceAccountPrefix)
-	if !ok {
-		return "", "", false
-	}
-	ns, name, ok = strings.Cut(rest, ":")
-	return ns, name, ok && ns != "" && name != "" && !strings.Contains(name, ":")
-}
-
-func serviceAccountNamespace(user string) (string, bool) {
-	ns, _, ok := splitServiceAccount(user)
-	return ns, ok
 }
 
 // withImpersonatedGroup adds system:authenticated to an impersonated user
