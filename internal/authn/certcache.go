@@ -18,11 +18,12 @@ import (
 // on most renewals.
 const DefaultCertCacheSize = 1 << 17
 
-// negativeTTL is how long a failed verification is remembered. Failures are
+// NegativeVerifyTTL is how long a failed verification is remembered (here
+// and by the cluster's certificate checks, internal/cluster). Failures are
 // cached so that a client sending many requests with a bad certificate over
 // one connection does not cost a chain verification each; the TTL is short
 // because a certificate that is not yet valid becomes valid by itself.
-const negativeTTL = 10 * time.Second
+const NegativeVerifyTTL = 10 * time.Second
 
 // verifyCache remembers the outcome of verifying a client certificate chain,
 // keyed by a hash of the DER bytes of every certificate the client sent.
@@ -62,7 +63,7 @@ func newVerifyCache(size int, now func() time.Time) *verifyCache {
 }
 
 // cacheKey hashes the certificates the client presented, in order.
-func cacheKey(peers []*x509.Certificate) [sha256.Size]byte {
+func ChainKey(peers []*x509.Certificate) [sha256.Size]byte {
 	if len(peers) == 1 {
 		return sha256.Sum256(peers[0].Raw)
 	}

@@ -52,7 +52,7 @@ func (a *CertAuthenticator) AuthenticateRequest(r *http.Request) (request.User, 
 		return request.User{}, false, nil
 	}
 	peers := r.TLS.PeerCertificates
-	key := cacheKey(peers)
+	key := ChainKey(peers)
 	if res, ok := a.cache.get(key); ok {
 		return res.user, res.ok, res.err
 	}
@@ -81,19 +81,19 @@ func (a *CertAuthenticator) verify(peers []*x509.Certificate) verifyResult {
 	if err != nil {
 		return verifyResult{
 			err:     fmt.Errorf("verifying certificate %s failed: %w", certificateIdentifier(leaf), err),
-			expires: now.Add(negativeTTL),
+			expires: now.Add(NegativeVerifyTTL),
 		}
 	}
 	u, ok, err := userFromCert(leaf)
 	if err != nil {
-		return verifyResult{err: err, expires: now.Add(negativeTTL)}
+		return verifyResult{err: err, expires: now.Add(NegativeVerifyTTL)}
 	}
-	return verifyResult{user: u, ok: ok, expires: chainExpiry(chains)}
+	return verifyResult{user: u, ok: ok, expires: ChainExpiry(chains)}
 }
 
 // chainExpiry is when the verification of chains stops holding: the
 // earliest NotAfter over the chain that lasts longest.
-func chainExpiry(chains [][]*x509.Certificate) time.Time {
+func ChainExpiry(chains [][]*x509.Certificate) time.Time {
 	var best time.Time
 	for _, chain := range chains {
 		end := chain[0].NotAfter

@@ -115,7 +115,7 @@ func TestCertAuthenticatorUID(t *testing.T) {
 
 // The cache honours expiry: a certificate accepted (and cached) while valid
 // is refused from the moment it expires, and a refusal of a certificate that
-// is not yet valid is forgotten after negativeTTL.
+// is not yet valid is forgotten after NegativeVerifyTTL.
 func TestCertCacheHonoursExpiry(t *testing.T) {
 	ca := newTestCA(t, "ca")
 	clock := &fakeClock{now: time.Now()}
@@ -137,7 +137,7 @@ func TestCertCacheHonoursExpiry(t *testing.T) {
 	if _, ok, err := a.AuthenticateRequest(certRequest(future)); ok || err == nil {
 		t.Fatalf("certificate before its NotBefore: ok=%v err=%v", ok, err)
 	}
-	clock.Set(clock.Now().Add(negativeTTL + time.Second))
+	clock.Set(clock.Now().Add(NegativeVerifyTTL + time.Second))
 	if u, ok, err := a.AuthenticateRequest(certRequest(future)); !ok || err != nil || u.Name != "erin" {
 		t.Fatalf("certificate once valid: %+v ok=%v err=%v", u, ok, err)
 	}

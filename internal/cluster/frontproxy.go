@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"crypto/sha256"
 	"crypto/x509"
 	"fmt"
 	"net/http"
@@ -12,6 +11,8 @@ import (
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/request/headerrequest"
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
+
+	"github.com/leasehold/leasehold/internal/authn"
 )
 
 // certVerifier verifies client certificate chains against a CA bundle
@@ -30,7 +31,7 @@ import (
 // A verdict is remembered per certificate chain and CA pool: the pool
 // object changes whenever the bundle does, so a rotated CA is never judged
 // by an old verdict. A good verdict lasts until the chain's first expiry, a
-// failure negativeVerifyTTL.
+// failure authn.NegativeVerifyTTL.
 type certVerifier struct {
 	verifyOptions x509request.VerifyOptionFunc
 	verdicts      *utilcache.LRUExpireCache
@@ -62,12 +63,7 @@ func (v *certVerifier) check(r *http.Request) (peers []*x509.Certificate, ok boo
 		return nil, false, nil
 	}
 	peers = r.TLS.PeerCertificates
-	key := verdictKey{roots: opts.Roots}
-	h := sha256.New()
-	for _, c := range peers {
-		h.Write(c.Raw)
-	}
-	h.Sum(key.chain[:0])
+	key := verdictKey{chain: authn.ChainKey(peers), roots: opts.Roots}
 	if cached, hit := v.verdicts.Get(key); hit {
 		if cached != nil {
 			return nil, true, cached.(error)
@@ -109,12 +105,6 @@ func (a *clientCertAuthn) AuthenticateRequest(r *http.Request) (*authenticator.R
 	return x509request.CommonNameUserConversion.User(peers)
 }
 
-// negativeVerifyTTL is how long a certificate that failed verification
-// stays failed without another try: a client that is not kube-apiserver
-// (a kubelet's certificate of the cluster CA) costs one verification per
-// connection and TTL, not one per request.
-const negativeVerifyTTL = 10 * time.Second
-
 // frontProxyVerdicts bounds the remembered chains of the front-proxy
 // check: kube-apiserver replicas share one certificate, and every other
 // client (failing the check) brings its own. clientCertVerdicts is the
@@ -142,7 +132,7 @@ type authenticatorConfigRH struct {
 }
 
 type verdictKey struct {
-	chain [sha256.Size]byte
+	chain [32]byte // authn.ChainKey
 	roots *x509.CertPool
 }
 
@@ -172,25 +162,12 @@ func (v *certVerifier) verifyChain(peers []*x509.Certificate, opts x509.VerifyOp
 	chains, err := v.verify(peers[0], opts)
 	if err != nil {
 		err = fmt.Errorf("verifying the client certificate: %w", err)
-		v.verdicts.Add(key, err, negativeVerifyTTL)
+		v.verdicts.Add(key, err, authn.NegativeVerifyTTL)
 		return err
 	}
-	ttl := chainsExpiry(chains).Sub(v.now())
+	ttl := authn.ChainExpiry(chains).Sub(v.now())
 	if ttl > 0 {
 		v.verdicts.Add(key, nil, ttl)
 	}
 	return nil
-}
-
-// chainsExpiry is the earliest NotAfter in any verified chain.
-func chainsExpiry(chains [][]*x509.Certificate) time.Time {
-	var first time.Time
-	for _, chain := range chains {
-		for _, c := range chain {
-			if first.IsZero() || c.NotAfter.Before(first) {
-				first = c.NotAfter
-			}
-		}
-	}
-	return first
 }

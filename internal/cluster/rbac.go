@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -80,15 +81,13 @@ func (s *rbacSource) run(ctx context.Context) {
 
 func (s *rbacSource) rebuild() {
 	var o rbac.Objects
-	var err error
-	if o.ClusterRoles, err = s.informers.ClusterRoles().Lister().List(labels.Everything()); err == nil {
-		if o.ClusterRoleBindings, err = s.informers.ClusterRoleBindings().Lister().List(labels.Everything()); err == nil {
-			if o.Roles, err = s.informers.Roles().Lister().List(labels.Everything()); err == nil {
-				o.RoleBindings, err = s.informers.RoleBindings().Lister().List(labels.Everything())
-			}
-		}
-	}
-	if err != nil {
+	everything := labels.Everything()
+	var errs [4]error
+	o.ClusterRoles, errs[0] = s.informers.ClusterRoles().Lister().List(everything)
+	o.ClusterRoleBindings, errs[1] = s.informers.ClusterRoleBindings().Lister().List(everything)
+	o.Roles, errs[2] = s.informers.Roles().Lister().List(everything)
+	o.RoleBindings, errs[3] = s.informers.RoleBindings().Lister().List(everything)
+	if err := errors.Join(errs[:]...); err != nil {
 		// A lister over an informer's store does not fail; keep the last
 		// policy rather than judge with a partial one.
 		s.log.Error("listing the cluster's RBAC objects", "err", err)

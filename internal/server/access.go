@@ -46,7 +46,7 @@ func openAccess(cfg Config, clientCAs *x509.CertPool, cl *cluster.Cluster, objs 
 		err        error
 	)
 	if cl != nil {
-		authorizer, err = newClusterAuthorization(cfg, cl, log)
+		authorizer, err = newClusterAuthorization(cfg, cl)
 		delegated = cl.Authenticator()
 	} else {
 		authorizer, err = newAuthorization(cfg, objs.cache, store, objs.stored, log)
@@ -106,12 +106,8 @@ type authorizationChain struct {
 // newAuthorization builds the chain; policy.Run must run for the server's
 // lifetime and policy.WaitSynced before the first request is served.
 func newAuthorization(cfg Config, cache *watchcache.Cache, store storage.Interface, resources *registry.Set, log *slog.Logger) (*authorizationChain, error) {
-	modes, err := chain.ParseModes(cfg.AuthorizationModes)
-	if err != nil {
-		return nil, err
-	}
 	policy := rbac.NewCacheSource(cache, log.With("component", "rbac"))
-	c, err := chain.New(modes, chain.RBAC{Authorizer: rbac.NewAuthorizer(policy), Rules: rbac.NewRulesReviewer(policy)})
+	c, err := modeChain(cfg, policy)
 	if err != nil {
 		return nil, err
 	}
@@ -132,6 +128,16 @@ func newAuthorization(cfg Config, cache *watchcache.Cache, store storage.Interfa
 	}, nil
 }
 
+// modeChain is --authorization-mode's chain, its RBAC mode judging with
+// the policy src keeps: the server's own RBAC objects, or the cluster's.
+func modeChain(cfg Config, src rbac.Source) (chain.Chain, error) {
+	modes, err := chain.ParseModes(cfg.AuthorizationModes)
+	if err != nil {
+		return chain.Chain{}, err
+	}
+	return chain.New(modes, chain.RBAC{Authorizer: rbac.NewAuthorizer(src), Rules: rbac.NewRulesReviewer(src)})
+}
+
 // newClusterAuthorization is the authorization behind a cluster:
 // system:masters, then --authorization-mode's Node and RBAC over the
 // cluster's RBAC objects as watched (so a renewal, or a controller's
@@ -139,13 +145,8 @@ func newAuthorization(cfg Config, cache *watchcache.Cache, store storage.Interfa
 // the cluster for whatever they did not allow. Admission is what
 // kube-apiserver does not run for requests it proxies: NamespaceLifecycle
 // over the cluster's namespaces, and NodeRestriction.
-func newClusterAuthorization(cfg Config, cl *cluster.Cluster, log *slog.Logger) (*authorizationChain, error) {
-	modes, err := chain.ParseModes(cfg.AuthorizationModes)
-	if err != nil {
-		return nil, err
-	}
-	src := cl.RBAC()
-	c, err := chain.New(modes, chain.RBAC{Authorizer: rbac.NewAuthorizer(src), Rules: rbac.NewRulesReviewer(src)})
+func newClusterAuthorization(cfg Config, cl *cluster.Cluster) (*authorizationChain, error) {
+	c, err := modeChain(cfg, cl.RBAC())
 	if err != nil {
 		return nil, err
 	}
