@@ -456,7 +456,27 @@ func TestE2EStatusReadsPastAStaleCache(t *testing.T) {
 	// Both of the agent's clients (main and heartbeat) get a wrapper.
 	e.restConfig.Wrap(func(rt http.RoundTripper) http.RoundTripper { return staleTransport{stale, rt} })
 	agent := e.startAgent(t, e2eConfig(name))
-	e.waitReadyNode(t, name, 20*time.Second)
+	// The Node may be created Ready already, so Ready alone does not show
+	// that the status loop got past the stale read: wait for the injection,
+	// then for a heartbeat written after it.
+	testdeps.Eventually(t, 20*time.Second, 50*time.Millisecond, "a stale NotFound injected", func(context.Context) error {
+		if stale.injected.Load() == 0 {
+			return errors.New("the status loop has not read the Node from cache yet")
+		}
+		return nil
+	})
+	injectedAt := time.Now().Truncate(time.Second)
+	testdeps.Eventually(t, 20*time.Second, 100*time.Millisecond, "a heartbeat after the stale read", func(ctx context.Context) error {
+		n, err := e.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		c := findCondition(n.Status.Conditions, corev1.NodeReady)
+		if c == nil || c.Status != corev1.ConditionTrue || c.LastHeartbeatTime.Time.Before(injectedAt) {
+			return fmt.Errorf("Ready condition = %+v", c)
+		}
+		return nil
+	})
 	agent.stop()
 	if n := stale.injected.Load(); n != 1 {
 		t.Fatalf("stale NotFound answers injected: %d, want 1", n)
