@@ -186,10 +186,16 @@ func (c *Cache) notifyLocked() {
 
 // replace makes the cache hold exactly kvs, the whole prefix listed at rev. The
 // first time it just loads them. Later (a re-list after the storage watch lost
-// its history) it publishes the differences as events so watchers keep going:
-// changed and new objects at their ModRevision, in that order, then deletions
-// at rev, the only revision known to follow them. The horizon moves to rev
-// because the window cannot answer for revisions inside the gap.
+// its history) it applies the differences as events, changed and new objects
+// at their ModRevision, in that order, then deletions at rev, the only
+// revision known to follow them. The horizon moves to rev because the window
+// cannot answer for revisions inside the gap, and every watcher started
+// before ends (relists): the differences stand for changes whose events are
+// gone, and a watcher fed them would skip those changes without being told,
+// a silent gap. As kube-apiserver's cacher ends its watchers when it
+// re-lists, its client re-watches from the last revision it saw, which the
+// horizon answers with *TooOldError (410 Gone), and re-lists. No watch can
+// read the differences: they are all at revisions <= rev.
 func (c *Cache) replace(kvs []decodedKV, rev int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -209,6 +215,7 @@ func (c *Cache) replace(kvs []decodedKV, rev int64) {
 		return
 	}
 
+	c.relists++
 	seen := make(map[string]struct{}, len(kvs))
 	var changed []decodedKV
 	for _, kv := range kvs {

@@ -149,6 +149,9 @@ type Cache struct {
 	// changed is closed and replaced whenever rev advances, waking every
 	// watcher and WaitForRevision caller at once.
 	changed chan struct{}
+	// relists counts the re-lists after the first list (replace): a
+	// watcher started before one ends before reading past it.
+	relists uint64
 
 	ready    chan struct{} // closed once the first list is applied
 	done     chan struct{} // closed when Run returns

@@ -66,6 +66,8 @@
 //     waiters), so writes outside the prefix, which bring no event, do not
 //     keep consistent reads waiting (KEP-1904, KEP-2340).
 //   - When the storage watch ends the cache re-watches from the last revision it
-//     applied; if that history was compacted away it re-lists and publishes
-//     synthetic events for the differences, so watchers keep running.
+//     applied; if that history was compacted away it re-lists, applies the
+//     differences, and ends every watcher started before the re-list: their
+//     clients re-watch and are told the gap is too old (410), never fed a
+//     summary of it as if it were every change.
 package watchcache

@@ -25,10 +25,10 @@ const (
 
 // Run fills the cache and keeps it in sync until ctx ends: it lists the prefix,
 // watches from the list's revision, re-watches from the last applied revision
-// when the storage watch closes, and re-lists (publishing the differences) when
-// that revision was compacted away. Storage errors are logged and retried with
-// backoff. Run returns nil when ctx ends; watchers are closed then. It may be
-// called once.
+// when the storage watch closes, and re-lists (ending the watchers, see
+// replace) when that revision was compacted away. Storage errors are logged
+// and retried with backoff. Run returns nil when ctx ends; watchers are
+// closed then. It may be called once.
 func (c *Cache) Run(ctx context.Context) error {
 	if !c.started.CompareAndSwap(false, true) {
 		return errors.New("watch cache: Run called twice")

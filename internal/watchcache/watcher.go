@@ -69,6 +69,7 @@ type Watcher struct {
 	initial    []entry // snapshot to send first (InitialState)
 	initialEnd int64   // revision of that snapshot
 	cursor     uint64  // sequence number of the next window event to read
+	relists    uint64  // the cache's re-lists when it started
 	// slow times a send into a full buffer (created on the first one).
 	slow *time.Timer
 }
@@ -77,8 +78,9 @@ type Watcher struct {
 // Options.TooNewWait for the cache to reach FromRevision (*TooNewError after
 // that). A FromRevision whose following events left the window fails with
 // *TooOldError. The watcher stops when ctx ends, Stop is called, the cache
-// stops, or it is too slow (a whole window behind, or its Events buffer
-// full for Options.SlowWatcherTimeout): Events then closes.
+// stops, the cache re-lists (replace), or it is too slow (a whole window
+// behind, or its Events buffer full for Options.SlowWatcherTimeout):
+// Events then closes.
 func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) {
 	if err := c.WaitReady(ctx); err != nil {
 		return nil, err
@@ -99,6 +101,7 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 		exited: make(chan struct{}),
 	}
 	c.mu.RLock()
+	w.relists = c.relists
 	if opts.InitialState {
 		w.initial = c.snapshotLocked(opts.Prefix)
 		w.initialEnd = c.rev
@@ -195,6 +198,13 @@ func (w *Watcher) run(ctx context.Context) {
 		if w.cursor < c.events.oldestSeq() {
 			c.mu.RUnlock()
 			c.log.Info("closing watcher that fell a whole window behind", "watchPrefix", w.opts.Prefix)
+			return
+		}
+		if c.relists != w.relists {
+			// Checked under the same lock as the window is read, so the
+			// watcher never reads a re-list's differences (replace).
+			c.mu.RUnlock()
+			c.log.Info("closing watcher after a re-list; its client must re-watch", "watchPrefix", w.opts.Prefix)
 			return
 		}
 		end := min(c.events.next, w.cursor+readBatch)
