@@ -51,9 +51,28 @@
 // Debian etcd cluster (installed with apt-get when missing, else the test
 // is skipped saying so) behind two leasehold replicas; clients and watchers
 // spread over both, and the faults are kill -9 and SIGSTOP of a replica,
-// kill -9 of an etcd member (the leader a third of the time) and loss of
-// quorum (two members frozen). An unknown write there is not bounded by a
+// kill -9 of an etcd member (the leader a third of the time), loss of
+// quorum (two members frozen), and a replica cut off from etcd while its
+// clients still reach it. An unknown write there is not bounded by a
 // replica's death: its transaction may reach etcd afterwards.
+//
+// The cut (partition_test.go): each replica reaches the members only
+// through TCP proxies of its own (proxy_test.go, its --etcd-servers). The
+// fault cuts one replica's proxies for up to 7 s (12 s in the long run;
+// the driver's per-call deadline is 5 s, the history retention 5 s) in
+// one of two ways: every connection reset and every new one reset as
+// soon as accepted, or blackholed, connections kept open (new ones
+// accepted) with nothing forwarded either way until the link is
+// restored, as a network partition does. Every check above must hold
+// across it: the cut replica must answer consistent reads and writes
+// with errors, never with stale data nor an acknowledgement of a write
+// etcd did not take, and its watches must not skip what happened while
+// it was away (410 rather than a gap). A probe client of the cut replica
+// records what it answered (status codes, the longest request) and how
+// long after the link came back it answered a consistent read and a
+// write again, logged with the fault; a replica that has not within 30 s
+// is a violation. Fault kinds are dealt from a shuffled deck, so a run
+// of six faults or more has each kind of its mode.
 //
 // A violation fails the test and leaves, in a directory named in the
 // failure message, the history (history.json, watches.json, faults.json),

@@ -149,11 +149,3 @@ func (m *etcdMember) signal(sig syscall.Signal) {
 		m.t.Errorf("%v to etcd %s: %v", sig, m.name, err)
 	}
 }
-
-func endpoints(ms []*etcdMember) string {
-	var eps []string
-	for _, m := range ms {
-		eps = append(eps, m.endpoint)
-	}
-	return strings.Join(eps, ",")
-}

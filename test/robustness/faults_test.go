@@ -31,6 +31,9 @@ type faultPlan struct {
 	// a small tmpfs: FillDir) for up to MaxFull, then freed.
 	MaxFull time.Duration
 	FillDir string
+	// MaxCut bounds a replica's cut from etcd (partition_test.go); zero
+	// means MaxPause.
+	MaxCut time.Duration
 }
 
 // fill appends to path until the file system answers ENOSPC.
@@ -85,13 +88,18 @@ type injector struct {
 	h    *history
 	rng  *rand.Rand
 	plan faultPlan
+	// links are the etcd replicas' proxies (partition_test.go); deck is
+	// draw's.
+	links map[*server]*etcdLink
+	deck  []string
 
 	mu     sync.Mutex
 	counts map[string]int
 	log    []string
 	err    error
 	// crashes are the server's own exits (a violation), found after a
-	// fault; the server was restarted each time.
+	// fault; the server was restarted each time. A replica that did not
+	// recover from a cut from etcd is one too.
 	crashes []string
 }
 
@@ -112,7 +120,10 @@ func (in *injector) run(ctx context.Context) {
 		if len(in.etcd) > 0 {
 			kinds = append(kinds, faultEtcdKill, faultEtcdQuorum)
 		}
-		kind := kinds[in.rng.Intn(len(kinds))]
+		if len(in.links) > 0 {
+			kinds = append(kinds, faultEtcdCut, faultEtcdBlackhole)
+		}
+		kind := in.draw(kinds)
 		srv := in.srvs[in.rng.Intn(len(in.srvs))]
 		start := time.Now()
 		d, err := in.inject(kind, srv)
@@ -190,6 +201,8 @@ func (in *injector) inject(kind string, srv *server) (time.Duration, error) {
 		if err := m.start(); err != nil {
 			return d, err
 		}
+	case faultEtcdCut, faultEtcdBlackhole:
+		return in.cut(kind, srv)
 	case faultEtcdQuorum:
 		// Two of three members frozen: no quorum until they resume.
 		d = in.between(100*time.Millisecond, in.plan.MaxPause)

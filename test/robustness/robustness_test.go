@@ -70,21 +70,23 @@ func seed(t *testing.T) int64 {
 // soakEtcdRound is soakRound in etcd mode.
 var soakEtcdRound = roundSize{
 	Clients: 4, Watchers: 3, Traffic: 2 * time.Minute, Etcd: true, Replicas: 2,
-	Faults:       faultPlan{MinGap: time.Second, MaxGap: 5 * time.Second, MaxPause: 6 * time.Second, MaxDown: 2 * time.Second},
+	Faults:       faultPlan{MinGap: time.Second, MaxGap: 5 * time.Second, MaxPause: 6 * time.Second, MaxDown: 2 * time.Second, MaxCut: 12 * time.Second},
 	CheckTimeout: 3 * time.Minute,
 }
 
 // etcdRound is the small run in etcd mode: two replicas on three members,
-// faults on both and on etcd.
+// faults on both, on etcd and between them. It runs long enough for about
+// eight faults, so that each of the six kinds comes at least once (draw);
+// a cut may outlast the replica's 5 s per-call deadline to etcd.
 var etcdRound = roundSize{
-	Clients: 4, Watchers: 2, Traffic: 30 * time.Second, Etcd: true, Replicas: 2,
-	Faults:       faultPlan{MinGap: 1500 * time.Millisecond, MaxGap: 4 * time.Second, MaxPause: 4 * time.Second, MaxDown: time.Second},
+	Clients: 4, Watchers: 2, Traffic: 50 * time.Second, Etcd: true, Replicas: 2,
+	Faults:       faultPlan{MinGap: 1500 * time.Millisecond, MaxGap: 4 * time.Second, MaxPause: 4 * time.Second, MaxDown: time.Second, MaxCut: 7 * time.Second},
 	CheckTimeout: time.Minute,
 }
 
 // TestRobustnessEtcd is TestRobustness with the data in etcd: two
-// replicas, each killed and paused, and etcd members killed and frozen two
-// at a time (quorum lost).
+// replicas, each killed, paused and cut off from etcd, and etcd members
+// killed and frozen two at a time (quorum lost).
 func TestRobustnessEtcd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a minute of traffic and faults; not in -short")
@@ -134,7 +136,7 @@ func (s stats) String() string {
 		fmt.Fprintf(&b, "%s %d", k, s.Ops[k])
 	}
 	fmt.Fprintf(&b, "); %d watch streams with %d events, %d answered 410 Gone, %d final replays; faults:", s.Streams, s.Events, s.Gone, s.Replays)
-	for _, k := range []string{faultKill, faultPause, faultDisk, faultEtcdKill, faultEtcdQuorum} {
+	for _, k := range []string{faultKill, faultPause, faultDisk, faultEtcdKill, faultEtcdQuorum, faultEtcdCut, faultEtcdBlackhole} {
 		fmt.Fprintf(&b, " %s %d,", k, s.Faults[k])
 	}
 	fmt.Fprintf(&b, " unexpected answers %d; violations %d", s.Odd, s.Violations)
@@ -192,6 +194,7 @@ func runRound(t *testing.T, seed int64, size roundSize) stats {
 	args := []string{"--history-retention", "5s", "--watch-cache-window", "200", "--watch-bookmark-interval", "1s"}
 	var srvs []*server
 	var members []*etcdMember
+	links := map[*server]*etcdLink{}
 	if size.Etcd {
 		members = startEtcd(t, 3)
 		pki := filepath.Join(t.TempDir(), "pki")
@@ -199,8 +202,12 @@ func runRound(t *testing.T, seed int64, size roundSize) stats {
 			t.Fatalf("credentials init: %v\n%s", err, out)
 		}
 		for i := range max(size.Replicas, 1) {
-			srvs = append(srvs, startServerIn(t, filepath.Join(t.TempDir(), "data"), append([]string{"--etcd-servers", endpoints(members),
+			// Each replica reaches etcd through proxies of its own, which
+			// the partition fault cuts.
+			link := newEtcdLink(t, members, i)
+			srvs = append(srvs, startServerIn(t, filepath.Join(t.TempDir(), "data"), append([]string{"--etcd-servers", link.endpoints(),
 				"--hostname-override", fmt.Sprintf("replica-%d", i), "--ca-dir", pki}, args...)...))
+			links[srvs[i]] = link.attach(t, srvs[i])
 		}
 	} else {
 		srvs = []*server{startServerIn(t, dataDir, args...)}
@@ -216,7 +223,7 @@ func runRound(t *testing.T, seed int64, size roundSize) stats {
 	h := newHistory()
 	ws := &watches{}
 	odd := &oddErrors{}
-	inj := &injector{srvs: srvs, etcd: members, h: h, rng: rand.New(rand.NewSource(seed)), plan: size.Faults, counts: map[string]int{}}
+	inj := &injector{srvs: srvs, etcd: members, h: h, rng: rand.New(rand.NewSource(seed)), plan: size.Faults, counts: map[string]int{}, links: links}
 	runCtx, cancel := context.WithTimeout(ctx, size.Traffic)
 	defer cancel()
 	var wg sync.WaitGroup
