@@ -259,7 +259,7 @@ func (pr *probe) report(cutAt, restoredAt time.Time) string {
 	for _, write := range []bool{false, true} {
 		counts := map[string]int{}
 		var longest time.Duration
-		back := "never"
+		back := "never answered again"
 		for _, s := range pr.samples {
 			if s.Write != write {
 				continue
@@ -272,8 +272,8 @@ func (pr *probe) report(cutAt, restoredAt time.Time) string {
 				counts[a]++
 				longest = max(longest, s.Ret.Sub(s.Call))
 			}
-			if s.Answer == "200" && s.Ret.After(restoredAt) && back == "never" {
-				back = s.Ret.Sub(restoredAt).Round(time.Millisecond).String()
+			if s.Answer == "200" && s.Ret.After(restoredAt) && back == "never answered again" {
+				back = "answered again " + s.Ret.Sub(restoredAt).Round(time.Millisecond).String() + " after the link came back"
 			}
 		}
 		answers := make([]string, 0, len(counts))
@@ -285,7 +285,7 @@ func (pr *probe) report(cutAt, restoredAt time.Time) string {
 		if write {
 			what = "writes"
 		}
-		parts = append(parts, fmt.Sprintf("%s got %s (longest %v), answered again %s after", what, strings.Join(answers, ", "), longest.Round(time.Millisecond), back))
+		parts = append(parts, fmt.Sprintf("%s got %s (longest %v), %s", what, strings.Join(answers, ", "), longest.Round(time.Millisecond), back))
 	}
 	return strings.Join(parts, "; ")
 }
