@@ -19,6 +19,9 @@
 //     first endpoint that answers (pick-first, balance.go), the leader
 //     first, and moves to the new leader within DefaultLeaderCheckInterval
 //     of a leader change (leader.go); a follower would forward each write.
+//     A lost connection is tried again at least every 2 s (reconnect.go),
+//     not gRPC's up to 120 s, so a replica cut off from etcd answers again
+//     within about that once the cluster is back.
 //   - UpdateObject (storage.ObjectWriter) hands its decoded object to the
 //     watch event of its own write, matched by key and exact value bytes
 //     (handoff.go), so the writing replica's watch cache does not decode

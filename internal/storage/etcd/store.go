@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -85,7 +86,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		DialTimeout: cfg.DialTimeout,
 		TLS:         tc,
 		Logger:      newZapLogger(cfg.Logger),
-		DialOptions: pickFirst,
+		DialOptions: slices.Concat(pickFirst, reconnect),
 		// clientv3's defaults, spelled out for txn.go's own requests.
 		MaxCallSendMsgSize: maxCallSendMsgSize,
 		MaxCallRecvMsgSize: maxCallRecvMsgSize,
