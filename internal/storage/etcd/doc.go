@@ -19,6 +19,10 @@
 //     first endpoint that answers (pick-first, balance.go), the leader
 //     first, and moves to the new leader within DefaultLeaderCheckInterval
 //     of a leader change (leader.go); a follower would forward each write.
+//     A member that goes silent while its connection stays up (a partition
+//     dropping packets) is left within two status timeouts of that check
+//     for one that answers (failover.go), and gRPC keepalive closes such a
+//     connection after about 40 s, as kube-apiserver's client does.
 //     A lost connection is tried again at least every 2 s (reconnect.go),
 //     not gRPC's up to 120 s, so a replica cut off from etcd answers again
 //     within about that once the cluster is back.

@@ -49,7 +49,13 @@ func (s *Store) checkLeader(ctx context.Context) error {
 	maint := pb.NewMaintenanceClient(s.client.ActiveConnection())
 	st, err := maint.Status(ctx, &pb.StatusRequest{}, txnCallOptions...)
 	if err != nil {
-		return fmt.Errorf("etcd status: %w", err)
+		if s.closing.Err() != nil {
+			return fmt.Errorf("etcd status: %w", err)
+		}
+		if ferr := s.failOver(s.closing); ferr != nil {
+			return fmt.Errorf("etcd status: %w; %w", err, ferr)
+		}
+		return nil
 	}
 	if st.Leader == 0 || st.Header == nil || st.Leader == st.Header.MemberId {
 		return nil
@@ -74,28 +80,28 @@ func (s *Store) checkLeader(ctx context.Context) error {
 	return s.moveTo(eps, i, st.Leader)
 }
 
-// moveTo connects to eps[i], the endpoint of member leader, and keeps the
-// others after it for failover. pick_first keeps a ready connection whose
-// address is still in a new list, wherever it is in it, so the list first
-// holds the leader alone and gets the others back once the connection is
-// on it.
-func (s *Store) moveTo(eps []string, i int, leader uint64) error {
-	leaderEp := eps[i]
-	ordered := append([]string{leaderEp}, slices.Delete(slices.Clone(eps), i, i+1)...)
-	s.client.SetEndpoints(leaderEp)
+// moveTo connects to eps[i], the endpoint of member (the leader, or for
+// failOver a member that answers), and keeps the others after it for
+// failover. pick_first keeps a ready connection whose address is still in
+// a new list, wherever it is in it, so the list first holds that member
+// alone and gets the others back once the connection is on it.
+func (s *Store) moveTo(eps []string, i int, member uint64) error {
+	ep := eps[i]
+	ordered := append([]string{ep}, slices.Delete(slices.Clone(eps), i, i+1)...)
+	s.client.SetEndpoints(ep)
 	defer s.client.SetEndpoints(ordered...)
 	ctx, cancel := context.WithTimeout(s.closing, leaderMoveTimeout)
 	defer cancel()
 	maint := pb.NewMaintenanceClient(s.client.ActiveConnection())
 	for {
 		st, err := maint.Status(ctx, &pb.StatusRequest{}, txnCallOptions...)
-		if err == nil && st.Header != nil && st.Header.MemberId == leader {
-			s.log.Info("etcd leader moved; sending requests to the new leader", "endpoint", leaderEp)
+		if err == nil && st.Header != nil && st.Header.MemberId == member {
+			s.log.Info("sending requests to another etcd member", "endpoint", ep, "leader", st.Leader == member)
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("moving to the etcd leader at %s: %w", leaderEp, ctx.Err())
+			return fmt.Errorf("moving to the etcd member at %s: %w", ep, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

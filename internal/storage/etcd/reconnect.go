@@ -7,6 +7,14 @@ import (
 	"google.golang.org/grpc/backoff"
 )
 
+// keepaliveTime and keepaliveTimeout are kube-apiserver's for its etcd
+// client (storagebackend/factory/etcd3.go): a ping after 30 s without
+// traffic, and the connection closed when 10 s pass without its answer.
+const (
+	keepaliveTime    = 30 * time.Second
+	keepaliveTimeout = 10 * time.Second
+)
+
 // maxReconnectDelay bounds the wait between two attempts to reconnect to
 // the cluster.
 const maxReconnectDelay = 2 * time.Second

@@ -2,7 +2,6 @@ package etcd
 
 import (
 	"context"
-	"io"
 	"net"
 	"sync"
 	"testing"
@@ -56,7 +55,9 @@ func TestReconnectAttemptsStayFrequent(t *testing.T) {
 
 // gate is a TCP endpoint in front of an etcd member: it forwards each
 // connection, or while shut resets every connection (those open and each
-// new one as it is accepted) and notes when each new one came.
+// new one as it is accepted) and notes when each new one came, or while
+// held forwards nothing (connections stay open and new ones are accepted,
+// as behind a network that drops packets) until released.
 type gate struct {
 	ln     net.Listener
 	target string
@@ -64,6 +65,8 @@ type gate struct {
 	mu       sync.Mutex
 	closed   bool
 	shutNow  bool
+	held     bool
+	released *sync.Cond // on mu; broadcast when held ends or the gate closes
 	attempts []time.Time
 	conns    map[net.Conn]struct{}
 	wg       sync.WaitGroup
@@ -76,10 +79,12 @@ func startGate(t *testing.T, target string) *gate {
 		t.Fatal(err)
 	}
 	g := &gate{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	g.released = sync.NewCond(&g.mu)
 	g.wg.Go(g.serve)
 	t.Cleanup(func() {
 		g.mu.Lock()
 		g.closed = true
+		g.released.Broadcast()
 		_ = ln.Close()
 		for c := range g.conns {
 			_ = c.Close()
@@ -105,6 +110,37 @@ func (g *gate) shut(on bool) []time.Time {
 	return g.attempts
 }
 
+// hold stops forwarding (on) or forwards again what was held (off).
+func (g *gate) hold(on bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.held = on
+	if !on {
+		g.released.Broadcast()
+	}
+}
+
+// forward copies from src to dst, waiting while the gate is held.
+func (g *gate) forward(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			g.mu.Lock()
+			for g.held && !g.closed {
+				g.released.Wait()
+			}
+			g.mu.Unlock()
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
 func (g *gate) serve() {
 	for {
 		c, err := g.ln.Accept()
@@ -127,7 +163,7 @@ func (g *gate) serve() {
 		g.conns[c], g.conns[up] = struct{}{}, struct{}{}
 		for _, pair := range [][2]net.Conn{{c, up}, {up, c}} {
 			g.wg.Go(func() {
-				_, _ = io.Copy(pair[0], pair[1])
+				g.forward(pair[0], pair[1])
 				g.mu.Lock()
 				delete(g.conns, pair[0])
 				delete(g.conns, pair[1])

@@ -87,6 +87,11 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		TLS:         tc,
 		Logger:      newZapLogger(cfg.Logger),
 		DialOptions: slices.Concat(pickFirst, reconnect),
+		// kube-apiserver's keepalive for its etcd client: a connection
+		// that stops carrying anything (a partition that drops packets)
+		// is closed after about 40 s instead of when TCP gives up.
+		DialKeepAliveTime:    keepaliveTime,
+		DialKeepAliveTimeout: keepaliveTimeout,
 		// clientv3's defaults, spelled out for txn.go's own requests.
 		MaxCallSendMsgSize: maxCallSendMsgSize,
 		MaxCallRecvMsgSize: maxCallRecvMsgSize,
