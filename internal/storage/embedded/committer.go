@@ -244,6 +244,10 @@ func (c *committer) commit(reqs []*writeReq) {
 		if err == nil {
 			err = s.space.allow(len(b.Repr()))
 		}
+		// A crash here loses the batch: none of its writes was
+		// acknowledged, and none may show after a restart. The robustness
+		// suite's build turns this comment (gofail) into a failpoint.
+		// gofail: var beforeCommitSync struct{}
 		if err == nil {
 			err = s.writeSynced(b)
 		}
@@ -254,6 +258,10 @@ func (c *committer) commit(reqs []*writeReq) {
 			answer(reqs, c.refusedResults(), fmt.Errorf("commit batch of %d writes: %w", len(c.events), err))
 			return
 		}
+		// A crash here keeps the batch (it is synced) though none of its
+		// writes was acknowledged nor seen by a watcher: after a restart
+		// every one of them shows, at its revision, and watchers replay it.
+		// gofail: var afterCommitSync struct{}
 		for key, p := range c.pending {
 			if p.exists {
 				s.index[key] = p.indexEntry

@@ -62,6 +62,12 @@
 // with storage.ErrCompacted (410 Expired); one at the oldest revision kept
 // undoes at most MaxRevisions log records.
 //
+// Crash points: `// gofail: var NAME struct{}` comments in committer.go
+// and compact.go mark where test/robustness crashes the server on purpose
+// (before a batch is synced, after it is synced but before its answer,
+// during a compaction's sweep). They are comments in every build but that
+// suite's own, which compiles them into go.etcd.io/gofail failpoints.
+//
 // Files: the store's directory is 0700 and its files 0600, whatever the
 // umask or the directory's previous mode (perm.go).
 package embedded
