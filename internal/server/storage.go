@@ -42,9 +42,13 @@ func openStorage(ctx context.Context, cfg Config, metrics *storageMetrics) (stor
 		OnSyncWait: metrics.observeSyncWait,
 		// History: at least HistoryRetention and the watch cache's window,
 		// at most ten windows whatever the write rate, which bounds the
-		// disk it takes and what a read at the oldest revision costs.
+		// disk it takes and what a read at the oldest revision costs. The
+		// compactor checks once a minute, or once per HistoryRetention
+		// when that is shorter: history lives at most retention plus one
+		// interval, so a short retention needs a short interval to mean
+		// what it says.
 		Compaction: embedded.CompactionPolicy{
-			Interval: time.Minute, KeepFor: cfg.HistoryRetention, KeepRevisions: int64(cfg.WatchCacheWindow),
+			Interval: min(time.Minute, cfg.HistoryRetention), KeepFor: cfg.HistoryRetention, KeepRevisions: int64(cfg.WatchCacheWindow),
 			MaxRevisions: 10 * int64(cfg.WatchCacheWindow),
 		},
 	})
