@@ -18,6 +18,10 @@ const (
 	faultKill  = "kill -9 and restart"
 	faultPause = "SIGSTOP/SIGCONT"
 	faultDisk  = "disk full and freed"
+	// Crashes at the embedded store's failpoints (failpoint_test.go).
+	faultBeforeSync = "crash before a batch is synced"
+	faultAfterSync  = "crash after a batch is synced, before its answer"
+	faultCompaction = "crash during compaction"
 	// etcd mode.
 	faultEtcdKill   = "kill -9 and restart of an etcd member"
 	faultEtcdQuorum = "etcd quorum lost (two members SIGSTOPped) and back"
@@ -34,6 +38,10 @@ type faultPlan struct {
 	// MaxCut bounds a replica's cut from etcd (partition_test.go); zero
 	// means MaxPause.
 	MaxCut time.Duration
+	// FailpointBinary, when set, is a failpoint build of leasehold
+	// (embeddedFailpointBinary) that the server runs; crashes at each of
+	// its failpoints are then among the faults.
+	FailpointBinary string
 }
 
 // fill appends to path until the file system answers ENOSPC.
@@ -95,8 +103,11 @@ type injector struct {
 
 	mu     sync.Mutex
 	counts map[string]int
-	log    []string
-	err    error
+	// reached counts, per failpoint, the crashes there (a failpoint fault
+	// is counted in counts when armed, here when the server died at it).
+	reached map[string]int
+	log     []string
+	err     error
 	// crashes are the server's own exits (a violation), found after a
 	// fault; the server was restarted each time. A replica that did not
 	// recover from a cut from etcd is one too.
@@ -122,6 +133,11 @@ func (in *injector) run(ctx context.Context) {
 		}
 		if len(in.links) > 0 {
 			kinds = append(kinds, faultEtcdCut, faultEtcdBlackhole)
+		}
+		if in.plan.FailpointBinary != "" {
+			for _, fp := range embeddedFailpoints {
+				kinds = append(kinds, fp.kind)
+			}
 		}
 		kind := in.draw(kinds)
 		srv := in.srvs[in.rng.Intn(len(in.srvs))]
@@ -192,6 +208,21 @@ func (in *injector) inject(kind string, srv *server) (time.Duration, error) {
 		if err := os.Remove(filler); err != nil {
 			return d, fmt.Errorf("freeing the disk: %w", err)
 		}
+	case faultBeforeSync, faultAfterSync, faultCompaction:
+		name := failpointOf(kind)
+		start := time.Now()
+		reached, err := in.crashAtFailpoint(srv, name)
+		d = time.Since(start)
+		if err != nil {
+			return d, err
+		}
+		in.mu.Lock()
+		if reached {
+			in.reached[name]++
+		} else {
+			in.log = append(in.log, fmt.Sprintf("%.3fs failpoint %s armed for %v and not reached", float64(in.h.now())/1e9, name, failpointWait))
+		}
+		in.mu.Unlock()
 	case faultEtcdKill:
 		// A member at random: the leader a third of the time.
 		d = in.between(0, in.plan.MaxDown)

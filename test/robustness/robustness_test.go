@@ -38,10 +38,13 @@ type roundSize struct {
 	CheckTimeout time.Duration
 }
 
-// smallRound is the run `go test ./...` makes: about ten faults.
+// smallRound is the run `go test ./...` makes: about ten faults, enough
+// for the injector's deck to deal each of the six embedded kinds (three of
+// them crashes at failpoints, the compaction one waiting up to two
+// compactor checks, 5 s apart) at least once.
 var smallRound = roundSize{
-	Clients: 4, Watchers: 2, Traffic: 30 * time.Second,
-	Faults:       faultPlan{MinGap: 1500 * time.Millisecond, MaxGap: 4 * time.Second, MaxPause: 4 * time.Second, MaxDown: 500 * time.Millisecond, MaxFull: 3 * time.Second},
+	Clients: 4, Watchers: 2, Traffic: 45 * time.Second,
+	Faults:       faultPlan{MinGap: 1500 * time.Millisecond, MaxGap: 3 * time.Second, MaxPause: 4 * time.Second, MaxDown: 500 * time.Millisecond, MaxFull: 3 * time.Second},
 	CheckTimeout: time.Minute,
 }
 
@@ -101,18 +104,27 @@ func TestRobustness(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a minute of traffic and faults; not in -short")
 	}
-	st := runRound(t, seed(t), smallRound)
+	size := smallRound
+	size.Faults.FailpointBinary = embeddedFailpointBinary(t)
+	st := runRound(t, seed(t), size)
 	t.Log(st)
+	for _, fp := range embeddedFailpoints {
+		if st.Failpoints[fp.name] == 0 {
+			t.Errorf("the server never crashed at failpoint %s (%s armed %d times): the run did not test it", fp.name, fp.kind, st.Faults[fp.kind])
+		}
+	}
 }
 
 // stats is what a round covered.
 type stats struct {
-	Ops        map[string]int // kind/result
-	Streams    int
-	Events     int
-	Gone       int
-	Replays    int
-	Faults     map[string]int
+	Ops     map[string]int // kind/result
+	Streams int
+	Events  int
+	Gone    int
+	Replays int
+	Faults  map[string]int
+	// Failpoints counts the crashes at each failpoint.
+	Failpoints map[string]int
 	Violations int
 	Odd        int
 }
@@ -136,8 +148,12 @@ func (s stats) String() string {
 		fmt.Fprintf(&b, "%s %d", k, s.Ops[k])
 	}
 	fmt.Fprintf(&b, "); %d watch streams with %d events, %d answered 410 Gone, %d final replays; faults:", s.Streams, s.Events, s.Gone, s.Replays)
-	for _, k := range []string{faultKill, faultPause, faultDisk, faultEtcdKill, faultEtcdQuorum, faultEtcdCut, faultEtcdBlackhole} {
+	for _, k := range []string{faultKill, faultPause, faultDisk, faultBeforeSync, faultAfterSync, faultCompaction, faultEtcdKill, faultEtcdQuorum, faultEtcdCut, faultEtcdBlackhole} {
 		fmt.Fprintf(&b, " %s %d,", k, s.Faults[k])
+	}
+	b.WriteString(" failpoints reached:")
+	for _, fp := range embeddedFailpoints {
+		fmt.Fprintf(&b, " %s %d,", fp.name, s.Failpoints[fp.name])
 	}
 	fmt.Fprintf(&b, " unexpected answers %d; violations %d", s.Odd, s.Violations)
 	return b.String()
@@ -149,6 +165,9 @@ func (s *stats) add(o stats) {
 	}
 	for k, n := range o.Faults {
 		s.Faults[k] += n
+	}
+	for k, n := range o.Failpoints {
+		s.Failpoints[k] += n
 	}
 	s.Streams += o.Streams
 	s.Events += o.Events
@@ -209,6 +228,8 @@ func runRound(t *testing.T, seed int64, size roundSize) stats {
 				"--hostname-override", fmt.Sprintf("replica-%d", i), "--ca-dir", pki}, args...)...))
 			links[srvs[i]] = link.attach(t, srvs[i])
 		}
+	} else if bin := size.Faults.FailpointBinary; bin != "" {
+		srvs = []*server{startFailpointServer(t, bin, dataDir, args...)}
 	} else {
 		srvs = []*server{startServerIn(t, dataDir, args...)}
 	}
@@ -223,7 +244,7 @@ func runRound(t *testing.T, seed int64, size roundSize) stats {
 	h := newHistory()
 	ws := &watches{}
 	odd := &oddErrors{}
-	inj := &injector{srvs: srvs, etcd: members, h: h, rng: rand.New(rand.NewSource(seed)), plan: size.Faults, counts: map[string]int{}, links: links}
+	inj := &injector{srvs: srvs, etcd: members, h: h, rng: rand.New(rand.NewSource(seed)), plan: size.Faults, counts: map[string]int{}, reached: map[string]int{}, links: links}
 	runCtx, cancel := context.WithTimeout(ctx, size.Traffic)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -278,7 +299,7 @@ func runRound(t *testing.T, seed int64, size roundSize) stats {
 	}
 	streams = ws.snapshot()
 
-	st := stats{Ops: map[string]int{}, Faults: inj.counts, Replays: len(starts), Odd: odd.n}
+	st := stats{Ops: map[string]int{}, Faults: inj.counts, Failpoints: inj.reached, Replays: len(starts), Odd: odd.n}
 	for _, r := range records {
 		st.Ops[r.In.Kind+"/"+r.Out.Result]++
 	}

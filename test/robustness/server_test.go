@@ -33,9 +33,14 @@ const (
 // goroutine at a time (the test's, then the injector's).
 type server struct {
 	t       testing.TB
+	bin     string // the leasehold binary
 	dataDir string
 	port    int
 	args    []string
+	env     []string // added to the test's environment
+	// gofail is the address of gofail's HTTP endpoint in a failpoint
+	// build (startFailpointServer), else empty.
+	gofail string
 
 	mu     sync.Mutex
 	proc   *process // the running process, nil between a kill and a restart
@@ -61,7 +66,12 @@ func startServer(t testing.TB, extraArgs ...string) *server {
 // startServerIn is startServer on a given data dir.
 func startServerIn(t testing.TB, dataDir string, extraArgs ...string) *server {
 	t.Helper()
-	s := &server{t: t, dataDir: dataDir, port: freePort(t), args: extraArgs}
+	return launch(t, &server{t: t, bin: leaseholdBinary, dataDir: dataDir, port: freePort(t), args: extraArgs})
+}
+
+// launch starts s and stops it when the test ends.
+func launch(t testing.TB, s *server) *server {
+	t.Helper()
 	if err := s.start(); err != nil {
 		t.Fatal(err)
 	}
@@ -113,13 +123,16 @@ func (s *server) start() error {
 
 func (s *server) startOnce(timeout time.Duration) error {
 	args := append([]string{"serve", "--data-dir", s.dataDir, "--secure-port", strconv.Itoa(s.port), "--bind-address", "127.0.0.1"}, s.args...)
-	cmd := exec.Command(leaseholdBinary, args...)
+	cmd := exec.Command(s.bin, args...)
+	if len(s.env) > 0 {
+		cmd.Env = append(os.Environ(), s.env...)
+	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return fmt.Errorf("server stderr pipe: %w", err)
 	}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting %s: %w", leaseholdBinary, err)
+		return fmt.Errorf("starting %s: %w", s.bin, err)
 	}
 	p := &process{cmd: cmd, exited: make(chan struct{})}
 	s.mu.Lock()
@@ -198,6 +211,30 @@ func (s *server) exitedUnexpectedly() (bool, error) {
 	}
 }
 
+// awaitExit waits up to d for the running process to exit by itself and
+// reports whether it did, with its status; it forgets the process then.
+func (s *server) awaitExit(d time.Duration) (bool, error) {
+	s.mu.Lock()
+	p := s.proc
+	s.mu.Unlock()
+	if p == nil {
+		return false, nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-p.exited:
+	case <-timer.C:
+		return false, nil
+	}
+	s.mu.Lock()
+	if s.proc == p {
+		s.proc = nil
+	}
+	s.mu.Unlock()
+	return true, p.err
+}
+
 // pause sends SIGSTOP; resume sends SIGCONT.
 func (s *server) pause() { s.signal(syscall.SIGSTOP, true) }
 
@@ -236,6 +273,20 @@ func (s *server) stop() {
 		_ = p.cmd.Process.Kill()
 		<-p.exited
 	}
+}
+
+// logLen and logsFrom read what was written to stderr since logLen was
+// taken (every write of a process is in when its exit is seen).
+func (s *server) logLen() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logs.Len()
+}
+
+func (s *server) logsFrom(mark int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return string(s.logs.Bytes()[mark:])
 }
 
 // Logs returns everything every lifetime wrote to stderr.

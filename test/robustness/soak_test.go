@@ -53,14 +53,19 @@ func TestSoak(t *testing.T) {
 	fencing := store != "etcd"
 	base := seed(t)
 	end := time.Now().Add(d)
-	total := stats{Ops: map[string]int{}, Faults: map[string]int{}}
+	total := stats{Ops: map[string]int{}, Faults: map[string]int{}, Failpoints: map[string]int{}}
+	failpoints := embeddedFailpointBinary(t)
 	var fence fenceStats
 	histories := 0
 	for round := int64(0); time.Now().Before(end); round++ {
 		s := base + round*10000
 		t.Run(fmt.Sprintf("traffic-%d", round), func(t *testing.T) {
 			t.Logf("seed %d", s)
-			st := runRound(t, s, sizeOf(round))
+			size := sizeOf(round)
+			if !size.Etcd {
+				size.Faults.FailpointBinary = failpoints
+			}
+			st := runRound(t, s, size)
 			t.Log(st)
 			total.add(st)
 			histories++
