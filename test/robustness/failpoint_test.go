@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -55,14 +56,20 @@ const failpointWait = 15 * time.Second
 // temporary directory, and `go build -overlay` compiles those in place of
 // the originals. go.etcd.io/gofail is a tool of the module (go.mod), so
 // `go tool gofail` runs it and its runtime package resolves.
-func failpointBinary(t testing.TB, pkgs []string, want []string) string {
+//
+// patch, if not nil, prepares under work a patched copy of a dependency
+// and returns its module path and directory, which the build uses instead
+// (a replace directive in a go.mod of the build's own, -modfile; overlays
+// cannot replace files in the module cache).
+func failpointBinary(t testing.TB, pkgs []string, want []string, patch func(t testing.TB, root, work string) (module, dir string)) string {
 	t.Helper()
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		t.Fatalf("go env GOMOD: %v", err)
 	}
 	root := filepath.Dir(strings.TrimSpace(string(out)))
-	work := t.TempDir()
+	work, unlock := buildDir(t)
+	defer unlock()
 	overlay := map[string]string{}
 	var generated []byte
 	for _, pkg := range pkgs {
@@ -71,6 +78,9 @@ func failpointBinary(t testing.TB, pkgs []string, want []string) string {
 		dst := filepath.Join(work, pkg)
 		if filepath.Base(dst) != filepath.Base(src) {
 			t.Fatalf("failpoint package %s: bad directory", pkg)
+		}
+		if err := os.RemoveAll(dst); err != nil {
+			t.Fatal(err)
 		}
 		if err := os.MkdirAll(dst, 0o755); err != nil {
 			t.Fatal(err)
@@ -116,6 +126,18 @@ func failpointBinary(t testing.TB, pkgs []string, want []string) string {
 			}
 		}
 	}
+	buildArgs := []string{"build", "-overlay", filepath.Join(work, "overlay.json")}
+	if patch != nil {
+		module, dir := patch(t, root, work)
+		modfile := filepath.Join(work, "go.mod")
+		copyFile(t, filepath.Join(root, "go.mod"), modfile)
+		copyFile(t, filepath.Join(root, "go.sum"), filepath.Join(work, "go.sum"))
+		edit := exec.Command("go", "mod", "edit", "-replace", module+"="+dir, modfile)
+		if out, err := edit.CombinedOutput(); err != nil {
+			t.Fatalf("go mod edit -replace %s: %v\n%s", module, err, out)
+		}
+		buildArgs = append(buildArgs, "-modfile", modfile)
+	}
 	for _, name := range want {
 		if !bytes.Contains(generated, []byte(fmt.Sprintf("runtime.NewFailpoint(%q)", name))) {
 			t.Fatalf("gofail generated no failpoint %s in %v: its `// gofail: var %s struct{}` comment is gone", name, pkgs, name)
@@ -125,30 +147,29 @@ func failpointBinary(t testing.TB, pkgs []string, want []string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	overlayFile := filepath.Join(work, "overlay.json")
-	if err := os.WriteFile(overlayFile, b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(work, "overlay.json"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(work, "leasehold-failpoints")
+	bin := filepath.Join(t.TempDir(), "leasehold-failpoints")
 	start := time.Now()
-	build := exec.Command("go", "build", "-overlay", overlayFile, "-o", bin, "./cmd/leasehold")
+	build := exec.Command("go", append(buildArgs, "-o", bin, "./cmd/leasehold")...)
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build -overlay (failpoints in %v) ./cmd/leasehold: %v\n%s", pkgs, err, out)
 	}
-	t.Logf("built leasehold with failpoints %v in %v", want, time.Since(start).Round(100*time.Millisecond))
+	t.Logf("built leasehold with failpoints %v (patched dependency: %v) in %v", want, patch != nil, time.Since(start).Round(100*time.Millisecond))
 	return bin
 }
 
-// embeddedFailpointBinary is failpointBinary for the embedded store's
-// failpoints.
-func embeddedFailpointBinary(t testing.TB) string {
+// failpointLeasehold is the suite's failpoint build: the embedded store's
+// failpoints, and the elector's skewed clock (electorClockOverlay).
+func failpointLeasehold(t testing.TB) string {
 	t.Helper()
 	names := make([]string, len(embeddedFailpoints))
 	for i, fp := range embeddedFailpoints {
 		names[i] = fp.name
 	}
-	return failpointBinary(t, []string{"internal/storage/embedded"}, names)
+	return failpointBinary(t, []string{"internal/storage/embedded"}, names, electorClockPatch)
 }
 
 // startFailpointServer is startServerIn for a failpoint build: each
@@ -167,13 +188,19 @@ func (s *server) setFailpoint(name, term string) error {
 	if s.gofail == "" {
 		return fmt.Errorf("failpoint %s: the server is not a failpoint build", name)
 	}
+	return setFailpoint(s.gofail, name, term)
+}
+
+// setFailpoint sets failpoint name to term in the process whose gofail
+// endpoint is addr (off when term is "").
+func setFailpoint(addr, name, term string) error {
 	method, body := http.MethodPut, term
 	if term == "" {
 		method = http.MethodDelete
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+s.gofail+"/"+name, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+"/"+name, strings.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("failpoint %s: %w", name, err)
 	}
@@ -232,4 +259,190 @@ func (in *injector) crashAtFailpoint(srv *server, name string) (bool, error) {
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
+}
+
+// Clock faults. Debian's faketime cannot skew a Go program: it interposes
+// libc's clock functions (LD_PRELOAD), and Go reads the clock through the
+// vDSO without libc, in a binary that is static besides. Measured here
+// (faketime 0.9.10): `faketime -f +365d date` printed a date a year ahead,
+// while a Go program printing time.Now under the same faketime, even one
+// linked with cgo and dynamically, printed today's (libc's time() in that
+// same process was a year ahead). client-go's leader elector takes no clock
+// in its configuration either: NewLeaderElector sets clock.RealClock{} in
+// an unexported field. So the suite's build replaces that one expression in
+// client-go's leaderelection.go with a clock that gofail failpoints skew
+// (skewedClockSource, electorClockPatch), per elector process, at run time:
+//
+//   - electorClockJump, armed with return(N): the clock jumps to N ms ahead
+//     of the real one (behind, if negative), and stays so when the
+//     failpoint is turned off;
+//   - electorClockRate, armed with return(N): the clock runs N times as fast
+//     until the failpoint is turned off, and keeps the lead it took.
+//
+// client-go judges a lease by its own observation time and the monotonic
+// clock (time.Time keeps its monotonic reading through Add), so a wall
+// clock step alone, which is what NTP or faketime would make, changes
+// nothing; the skew here moves the readings client-go compares.
+
+// skewedClockSource is compiled into k8s.io/client-go/tools/leaderelection
+// in the suite's build only.
+const skewedClockSource = `package leaderelection
+
+// Compiled in only by leasehold's robustness suite (test/robustness): the
+// elector's clock, skewed by gofail failpoints armed per process.
+
+import (
+	"sync"
+	"time"
+
+	gofail "go.etcd.io/gofail/runtime"
+	"k8s.io/utils/clock"
+)
+
+var (
+	fpElectorClockJump = gofail.NewFailpoint("electorClockJump")
+	fpElectorClockRate = gofail.NewFailpoint("electorClockRate")
+)
+
+type skewedClock struct {
+	clock.RealClock
+	mu   sync.Mutex
+	jump time.Duration
+	fast time.Duration
+	rate  int
+	since time.Time
+}
+
+func newSkewedClock() clock.Clock { return &skewedClock{} }
+
+func (c *skewedClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	if v, err := fpElectorClockJump.Acquire(); err == nil {
+		if ms, ok := v.(int); ok {
+			c.jump = time.Duration(ms) * time.Millisecond
+		}
+	}
+	rate := 1
+	if v, err := fpElectorClockRate.Acquire(); err == nil {
+		if r, ok := v.(int); ok && r > 1 {
+			rate = r
+		}
+	}
+	if rate != c.rate {
+		if c.rate > 1 {
+			c.fast += time.Duration(c.rate-1) * now.Sub(c.since)
+		}
+		c.rate, c.since = rate, now
+	}
+	t := now.Add(c.jump + c.fast)
+	if c.rate > 1 {
+		t = t.Add(time.Duration(c.rate-1) * now.Sub(c.since))
+	}
+	return t
+}
+
+func (c *skewedClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+`
+
+// realClockInElector is the expression NewLeaderElector sets its clock
+// with.
+var realClockInElector = regexp.MustCompile(`clock:\s+clock\.RealClock\{\},`)
+
+// electorClockPatch makes, under work, the client-go module with the
+// skewed clock in its leader elector: leaderelection.go with
+// newSkewedClock() in place of clock.RealClock{}, and skewedClockSource
+// next to it; every other file and directory is a symbolic link into the
+// module cache.
+func electorClockPatch(t testing.TB, root, work string) (string, string) {
+	t.Helper()
+	list := exec.Command("go", "list", "-m", "-f", "{{.Path}} {{.Dir}}", "k8s.io/client-go")
+	list.Dir = root
+	out, err := list.Output()
+	if err != nil {
+		t.Fatalf("go list -m k8s.io/client-go: %v", err)
+	}
+	module, modDir, ok := strings.Cut(strings.TrimSpace(string(out)), " ")
+	if !ok {
+		t.Fatalf("go list -m k8s.io/client-go: %q", out)
+	}
+	rel := filepath.Join("tools", "leaderelection")
+	copyDir := filepath.Join(work, "client-go")
+	if err := os.RemoveAll(copyDir); err != nil {
+		t.Fatal(err)
+	}
+	// Link every entry but the one on the way to the patched package.
+	for _, d := range []string{".", "tools", rel} {
+		entries, err := os.ReadDir(filepath.Join(modDir, d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(copyDir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			p := filepath.Join(d, e.Name())
+			if p == "tools" || p == rel || p == filepath.Join(rel, "leaderelection.go") {
+				continue
+			}
+			if err := os.Symlink(filepath.Join(modDir, p), filepath.Join(copyDir, p)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	dir := filepath.Join(modDir, rel)
+	src, err := os.ReadFile(filepath.Join(dir, "leaderelection.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(realClockInElector.FindAll(src, -1)); n != 1 {
+		t.Fatalf("client-go's leaderelection.go sets clock.RealClock{} %d times, not once: the elector's clock cannot be skewed", n)
+	}
+	patched := realClockInElector.ReplaceAll(src, []byte("clock: newSkewedClock(),"))
+	for name, b := range map[string][]byte{"leaderelection.go": patched, "zz_skewed_clock.go": []byte(skewedClockSource)} {
+		if err := os.WriteFile(filepath.Join(copyDir, rel, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return module, copyDir
+}
+
+// buildDir is where failpointBinary prepares its sources, locked against
+// another test process doing the same; unlock releases it. It is a fixed
+// directory in the user's cache, not a temporary one: the compiler's cache
+// keys packages by their source paths, and with fresh paths every run the
+// client-go packages and everything above them (minutes of compiling)
+// would be compiled again.
+func buildDir(t testing.TB) (string, func()) {
+	t.Helper()
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatalf("user cache dir: %v", err)
+	}
+	dir := filepath.Join(cache, "leasehold", "robustness-build")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		_ = f.Close()
+		t.Fatalf("lock %s: %v", dir, err)
+	}
+	return dir, func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); _ = f.Close() }
+}
+
+// copyFile copies src to dst.
+func copyFile(t testing.TB, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err == nil {
+		err = os.WriteFile(dst, b, 0o644)
+	}
+	if err != nil {
+		t.Fatalf("copy %s: %v", src, err)
+	}
 }

@@ -39,7 +39,7 @@ type faultPlan struct {
 	// means MaxPause.
 	MaxCut time.Duration
 	// FailpointBinary, when set, is a failpoint build of leasehold
-	// (embeddedFailpointBinary) that the server runs; crashes at each of
+	// (failpointLeasehold) that the server runs; crashes at each of
 	// its failpoints are then among the faults.
 	FailpointBinary string
 }

@@ -137,15 +137,20 @@ func (r *fencedResource) lastAccepted() (write, bool) {
 type electorSlot struct {
 	t    *testing.T
 	n    int
+	bin  string // the leasehold binary
 	args func(identity string) []string
 	env  []string
 	dir  string
+	// failpoints: bin is a failpoint build; each elector serves gofail's
+	// endpoint on a port of its own (gofail).
+	failpoints bool
 
-	mu    sync.Mutex
-	gen   int
-	cmd   *exec.Cmd
-	pids  map[int]bool // every elector pid this slot started
-	exits []string
+	mu     sync.Mutex
+	gen    int
+	gofail string
+	cmd    *exec.Cmd
+	pids   map[int]bool // every elector pid this slot started
+	exits  []string
 }
 
 func (s *electorSlot) run(ctx context.Context) {
@@ -159,8 +164,12 @@ func (s *electorSlot) run(ctx context.Context) {
 			s.t.Errorf("elector output: %v", err)
 			return
 		}
-		cmd := exec.Command(leaseholdBinary, s.args(identity)...)
+		cmd := exec.Command(s.bin, s.args(identity)...)
 		cmd.Env, cmd.Stdout, cmd.Stderr = s.env, out, out
+		if s.failpoints {
+			s.gofail = net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(s.t)))
+			cmd.Env = append(append([]string(nil), s.env...), "GOFAIL_HTTP="+s.gofail)
+		}
 		err = cmd.Start()
 		_ = out.Close()
 		if err != nil {
@@ -200,12 +209,34 @@ func (s *electorSlot) run(ctx context.Context) {
 type fenceRound struct {
 	Pauses             int
 	MinPause, MaxPause time.Duration
+	// ClockFaults skew a follower's clock (failpointLeasehold's
+	// electorClockJump or electorClockRate) while the leader's elector is
+	// paused for less than its lease, which alone never deposes it.
+	// The run stops making them once EnoughEarly of them made a follower
+	// take over early (0: never): whether one does depends on when the
+	// follower polls (every 0.5 to 1.1 s), so it takes a few tries.
+	// FailpointBinary is the failpoint build they need.
+	ClockFaults, EnoughEarly int
+	FailpointBinary          string
 }
 
-var smallFence = fenceRound{Pauses: 6, MinPause: time.Second, MaxPause: 6 * time.Second}
+var smallFence = fenceRound{Pauses: 6, MinPause: time.Second, MaxPause: 6 * time.Second, ClockFaults: 12, EnoughEarly: 2}
 
 // soakFence is one round of the long run (a few minutes); rounds repeat.
-var soakFence = fenceRound{Pauses: 20, MinPause: 500 * time.Millisecond, MaxPause: 10 * time.Second}
+var soakFence = fenceRound{Pauses: 20, MinPause: 500 * time.Millisecond, MaxPause: 10 * time.Second, ClockFaults: 10}
+
+// Clock faults: a jump to clockJump ahead (2.5 leases), or a clock running
+// clockRate times as fast, on a follower, while the leader's elector is
+// stopped for clockPause: shorter than the lease less two retry periods, so
+// that a follower with a true clock never takes over, and longer than one
+// retry period, so that a skewed one sees the record unchanged long enough.
+const (
+	clockJump     = 5 * time.Second
+	clockRate     = 8
+	clockMinPause = 800 * time.Millisecond
+	clockMaxPause = 1200 * time.Millisecond
+	clockArmAfter = 100 * time.Millisecond
+)
 
 // TestFencing pauses the leader again and again and checks that the
 // resource never accepted a deposed leader's write after its successor's.
@@ -213,7 +244,9 @@ func TestFencing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a minute of elections and pauses; not in -short")
 	}
-	st := runFencing(t, seed(t), smallFence)
+	size := smallFence
+	size.FailpointBinary = failpointLeasehold(t)
+	st := runFencing(t, seed(t), size)
 	t.Log(st)
 }
 
@@ -223,15 +256,19 @@ type fenceStats struct {
 	Accepted, Refused                    int
 	// StaleRefused: writes of a deposed leader's command made after its
 	// successor's first accepted write (every one must be refused).
-	StaleRefused        int
-	Leaders             int
-	MaxStaleAfterResume time.Duration
-	Violations          int
+	StaleRefused int
+	// ClockFaults, EarlyTakeovers: skewed follower clocks, and how many
+	// of them made that follower take over from a leader paused for less
+	// than its lease; StaleRefusedClock: StaleRefused for those.
+	ClockFaults, EarlyTakeovers, StaleRefusedClock int
+	Leaders                                        int
+	MaxStaleAfterResume                            time.Duration
+	Violations                                     int
 }
 
 func (f fenceStats) String() string {
-	return fmt.Sprintf("%d pauses of the leader (%d with its command), %d taken over; %d leaders; %d writes accepted, %d refused, of which %d by deposed leaders after their successor's first write; a resumed deposed leader's command wrote for at most %v after SIGCONT; violations %d",
-		f.Pauses, f.PausesWithCommand, f.Takeovers, f.Leaders, f.Accepted, f.Refused, f.StaleRefused, f.MaxStaleAfterResume.Round(time.Millisecond), f.Violations)
+	return fmt.Sprintf("%d pauses of the leader (%d with its command), %d taken over; %d skewed follower clocks, %d early takeovers by them, %d stale writes refused after those; %d leaders; %d writes accepted, %d refused, of which %d by deposed leaders after their successor's first write; a resumed deposed leader's command wrote for at most %v after SIGCONT; violations %d",
+		f.Pauses, f.PausesWithCommand, f.Takeovers, f.ClockFaults, f.EarlyTakeovers, f.StaleRefusedClock, f.Leaders, f.Accepted, f.Refused, f.StaleRefused, f.MaxStaleAfterResume.Round(time.Millisecond), f.Violations)
 }
 
 func (f *fenceStats) add(o fenceStats) {
@@ -242,6 +279,9 @@ func (f *fenceStats) add(o fenceStats) {
 	f.Accepted += o.Accepted
 	f.Refused += o.Refused
 	f.StaleRefused += o.StaleRefused
+	f.ClockFaults += o.ClockFaults
+	f.EarlyTakeovers += o.EarlyTakeovers
+	f.StaleRefusedClock += o.StaleRefusedClock
 	f.MaxStaleAfterResume = max(f.MaxStaleAfterResume, o.MaxStaleAfterResume)
 	f.Violations += o.Violations
 }
@@ -273,11 +313,14 @@ func runFencing(t *testing.T, seed int64, size fenceRound) fenceStats {
 	var wg sync.WaitGroup
 	var slots []*electorSlot
 	for n := range 3 {
-		s := &electorSlot{t: t, n: n, env: env, dir: dir, pids: map[int]bool{}, args: func(identity string) []string {
+		s := &electorSlot{t: t, n: n, bin: leaseholdBinary, env: env, dir: dir, pids: map[int]bool{}, args: func(identity string) []string {
 			return []string{"elect", "--kubeconfig", srv.kubeconfig(), "--lease", lease, "--identity", identity,
 				"--lease-duration", fenceLeaseDuration.String(), "--renew-deadline", fenceRenewDeadline.String(),
 				"--retry-period", fenceRetryPeriod.String(), "--grace-period", fenceGracePeriod.String(), "--", self}
 		}}
+		if size.FailpointBinary != "" {
+			s.bin, s.failpoints = size.FailpointBinary, true
+		}
 		slots = append(slots, s)
 		wg.Add(1)
 		go func() { defer wg.Done(); s.run(ctx) }()
@@ -307,6 +350,9 @@ func runFencing(t *testing.T, seed int64, size fenceRound) fenceStats {
 		withCommand    bool
 		takenOver      bool
 		successorToken int64
+		// clock: a clock fault, the follower's elector pid skewed.
+		clock  string
+		skewed int
 	}
 	var pauses []pauseRecord
 	for range size.Pauses {
@@ -348,6 +394,74 @@ func runFencing(t *testing.T, seed int64, size fenceRound) fenceStats {
 		}
 		// Let the resumed leader notice (or keep leading after a short pause).
 		sleep(ctx, fenceLeaseDuration)
+	}
+	for i := range size.ClockFaults {
+		if size.EnoughEarly > 0 && st.EarlyTakeovers >= size.EnoughEarly {
+			break
+		}
+		if size.FailpointBinary == "" {
+			t.Fatalf("clock faults need a failpoint build (FailpointBinary)")
+		}
+		leader, ok := waitLeader(res, 30*time.Second, time.Now())
+		if !ok {
+			t.Errorf("no leader wrote within 30s")
+			break
+		}
+		sleep(ctx, 200*time.Millisecond+time.Duration(rng.Intn(500))*time.Millisecond)
+		leader, _ = res.lastAccepted()
+		var followers []*electorSlot
+		for _, s := range slots {
+			s.mu.Lock()
+			if s.cmd != nil && s.cmd.Process.Pid != leader.ppid {
+				followers = append(followers, s)
+			}
+			s.mu.Unlock()
+		}
+		if len(followers) == 0 {
+			t.Errorf("clock fault: no follower running")
+			break
+		}
+		f := followers[rng.Intn(len(followers))]
+		f.mu.Lock()
+		skewed, addr := f.cmd.Process.Pid, f.gofail
+		f.mu.Unlock()
+		fp, term := "electorClockJump", fmt.Sprintf("return(%d)", clockJump.Milliseconds())
+		if i%2 == 1 {
+			fp, term = "electorClockRate", fmt.Sprintf("return(%d)", clockRate)
+		}
+		p := pauseRecord{leader: leader, clock: fp + "=" + term, skewed: skewed,
+			d: clockMinPause + time.Duration(rng.Int63n(int64(clockMaxPause-clockMinPause)))}
+		p.from = time.Now()
+		_ = syscall.Kill(leader.ppid, syscall.SIGSTOP)
+		// Skewed once the leader stopped renewing: a jump before it would
+		// be spent on a poll that sees a renewal (client-go restarts its
+		// count at every change of the record).
+		time.Sleep(clockArmAfter)
+		if err := setFailpoint(addr, fp, term); err != nil {
+			// It may have just exited (a deposed leader restarting).
+			t.Logf("clock fault on elector %d not armed: %v", skewed, err)
+		}
+		time.Sleep(p.d - clockArmAfter)
+		p.resumed = time.Now()
+		_ = syscall.Kill(leader.ppid, syscall.SIGCONT)
+		sleep(ctx, fenceLeaseDuration)
+		if fp == "electorClockRate" {
+			// The follower may have become leader, or exited.
+			_ = setFailpoint(addr, fp, "")
+		}
+		if next, ok := res.lastAccepted(); ok && next.token > leader.token {
+			p.takenOver, p.successorToken = true, next.token
+			for _, w := range res.snapshot() {
+				if w.accepted && w.token > leader.token {
+					if w.ppid == skewed {
+						st.EarlyTakeovers++
+					}
+					break
+				}
+			}
+		}
+		pauses = append(pauses, p)
+		st.ClockFaults++
 	}
 	stopAll()
 
@@ -395,9 +509,12 @@ func runFencing(t *testing.T, seed int64, size fenceRound) fenceStats {
 			if w.pid != p.leader.pid || w.at.Before(successorAt) {
 				continue
 			}
-			if w.accepted {
+			switch {
+			case w.accepted:
 				v = append(v, fmt.Sprintf("deposed leader %s (token %d) had a write accepted after its successor's", w.identity, w.token))
-			} else {
+			case p.clock != "":
+				st.StaleRefusedClock++
+			default:
 				st.StaleRefused++
 			}
 			if d := w.at.Sub(p.resumed); d > st.MaxStaleAfterResume {
@@ -407,6 +524,9 @@ func runFencing(t *testing.T, seed int64, size fenceRound) fenceStats {
 	}
 	if st.Takeovers == 0 && size.Pauses >= 3 {
 		v = append(v, "no pause was taken over: the run showed nothing")
+	}
+	if st.EarlyTakeovers == 0 && size.ClockFaults >= 3 {
+		v = append(v, "no skewed clock made its elector take over early: the clock faults showed nothing")
 	}
 	st.Violations = len(v)
 	if len(v) > 0 {

@@ -105,7 +105,7 @@ func TestRobustness(t *testing.T) {
 		t.Skip("a minute of traffic and faults; not in -short")
 	}
 	size := smallRound
-	size.Faults.FailpointBinary = embeddedFailpointBinary(t)
+	size.Faults.FailpointBinary = failpointLeasehold(t)
 	st := runRound(t, seed(t), size)
 	t.Log(st)
 	for _, fp := range embeddedFailpoints {

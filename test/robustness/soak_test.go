@@ -54,7 +54,7 @@ func TestSoak(t *testing.T) {
 	base := seed(t)
 	end := time.Now().Add(d)
 	total := stats{Ops: map[string]int{}, Faults: map[string]int{}, Failpoints: map[string]int{}}
-	failpoints := embeddedFailpointBinary(t)
+	failpoints := failpointLeasehold(t)
 	var fence fenceStats
 	histories := 0
 	for round := int64(0); time.Now().Before(end); round++ {
@@ -75,7 +75,9 @@ func TestSoak(t *testing.T) {
 		}
 		t.Run(fmt.Sprintf("fencing-%d", round), func(t *testing.T) {
 			t.Logf("seed %d", s)
-			st := runFencing(t, s, soakFence)
+			size := soakFence
+			size.FailpointBinary = failpoints
+			st := runFencing(t, s, size)
 			t.Log(st)
 			fence.add(st)
 		})
