@@ -342,6 +342,22 @@ func runFencing(t *testing.T, seed int64, size fenceRound) fenceStats {
 		return false
 	}
 
+	// steadyLeader waits for a leader that writes, lets it write a
+	// little, and returns its latest accepted write.
+	steadyLeader := func() (write, bool) {
+		if _, ok := waitLeader(res, 30*time.Second, time.Now()); !ok {
+			t.Errorf("no leader wrote within 30s")
+			return write{}, false
+		}
+		sleep(ctx, 200*time.Millisecond+time.Duration(rng.Intn(500))*time.Millisecond)
+		leader, _ := res.lastAccepted()
+		if !electorOf(leader.ppid) {
+			t.Errorf("the writer %d's parent %d is none of the electors", leader.pid, leader.ppid)
+			return write{}, false
+		}
+		return leader, true
+	}
+
 	var st fenceStats
 	type pauseRecord struct {
 		leader         write
@@ -356,16 +372,8 @@ func runFencing(t *testing.T, seed int64, size fenceRound) fenceStats {
 	}
 	var pauses []pauseRecord
 	for range size.Pauses {
-		// Wait for a leader that writes, and let it write a little.
-		leader, ok := waitLeader(res, 30*time.Second, time.Now())
+		leader, ok := steadyLeader()
 		if !ok {
-			t.Errorf("no leader wrote within 30s")
-			break
-		}
-		sleep(ctx, 200*time.Millisecond+time.Duration(rng.Intn(500))*time.Millisecond)
-		leader, _ = res.lastAccepted()
-		if !electorOf(leader.ppid) {
-			t.Errorf("the writer %d's parent %d is none of the electors", leader.pid, leader.ppid)
 			break
 		}
 		p := pauseRecord{leader: leader, withCommand: rng.Intn(2) == 0,
@@ -402,13 +410,10 @@ func runFencing(t *testing.T, seed int64, size fenceRound) fenceStats {
 		if size.FailpointBinary == "" {
 			t.Fatalf("clock faults need a failpoint build (FailpointBinary)")
 		}
-		leader, ok := waitLeader(res, 30*time.Second, time.Now())
+		leader, ok := steadyLeader()
 		if !ok {
-			t.Errorf("no leader wrote within 30s")
 			break
 		}
-		sleep(ctx, 200*time.Millisecond+time.Duration(rng.Intn(500))*time.Millisecond)
-		leader, _ = res.lastAccepted()
 		var followers []*electorSlot
 		for _, s := range slots {
 			s.mu.Lock()
