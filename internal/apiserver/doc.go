@@ -3,8 +3,9 @@
 // streams and Status errors, for every resource described in
 // internal/registry.
 //
-// It deliberately does not use k8s.io/apiserver's generic server (see SPEC
-// §3): a renewal must stay near 100 µs of CPU. It does use apimachinery for
+// It deliberately does not use k8s.io/apiserver's generic server: a renewal
+// must stay near 100 µs of CPU (docs/performance.md, "The cost of a
+// renewal"). It does use apimachinery for
 // everything with a wire format: codecs, selectors, Status errors, patches and
 // managed fields.
 //
