@@ -96,23 +96,3 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, res *registry.Re
 	s.writeObject(w, http.StatusOK, n, st)
 	return nil
 }
-
-func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
-	n, err := s.accept(r, true)
-	if err != nil {
-		return err
-	}
-	o, err := parseListOptions(res, r.URL.Query(), false)
-	if err != nil {
-		return err
-	}
-	opts, err := s.parseDeleteOptions(r)
-	if err != nil {
-		return err
-	}
-	list, err := s.objects.DeleteCollection(r.Context(), res, info.namespace, o.Selector, opts)
-	if err != nil {
-		return err
-	}
-	return s.respondList(w, res, n, list)
-}

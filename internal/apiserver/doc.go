@@ -30,7 +30,7 @@
 // answer.go turns objects into the negotiated representation and errors
 // into Status bodies, write.go reads write requests and list.go the
 // options of list, watch and deletecollection; create.go, update.go,
-// patch.go, delete.go (delete and deletecollection), get.go, list.go,
+// patch.go, delete.go, deletecollection.go, get.go, list.go,
 // watch.go and review.go each turn one verb's request into one call of the
 // object layer, package internal/objects, and its answer into a response.
 // watch.go keeps what a stream is on the wire: framing, flushing, write
