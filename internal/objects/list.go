@@ -73,7 +73,7 @@ func (s *Store) List(ctx context.Context, res *registry.Resource, namespace stri
 			}
 			break
 		}
-		return s.listCached(ctx, res, prefix, o)
+		return s.listCached(ctx, res, prefix, o, match)
 	}
 	items, rev, next, err := s.listStored(ctx, res, prefix, rv, start, o.Limit, match)
 	if err != nil {
@@ -94,9 +94,10 @@ func continueFrom(rev int64, next, prefix string) string {
 	return encodeContinue(rev, next, prefix)
 }
 
-// listCached is a page of the watch cache, which the caller releases.
-func (s *Store) listCached(ctx context.Context, res *registry.Resource, prefix string, o ListOptions) (runtime.Object, func(), error) {
-	page, err := s.cachePage(ctx, watchcache.PageRequest{Prefix: prefix, Limit: int(o.Limit), Predicate: o.Selector.matcher()})
+// listCached is a page of the watch cache of the objects match selects
+// (o.Selector's), which the caller releases.
+func (s *Store) listCached(ctx context.Context, res *registry.Resource, prefix string, o ListOptions, match func(runtime.Object) bool) (runtime.Object, func(), error) {
+	page, err := s.cachePage(ctx, watchcache.PageRequest{Prefix: prefix, Limit: int(o.Limit), Predicate: match})
 	if err != nil {
 		return nil, noRelease, err
 	}
