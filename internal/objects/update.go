@@ -96,9 +96,10 @@ func (s *Store) Update(ctx context.Context, res *registry.Resource, namespace, n
 	}
 	out, stored, err := s.updateFrom(ctx, res, key, subresource, cur, curRV, reqRV, obj, wo)
 	if errors.Is(err, errStale) {
-		// The cache has seen reqRV, so the object changed since: a
-		// conflict, unless the store no longer has it (the cache has yet
-		// to see the delete). kube-apiserver then re-reads etcd, as when
+		// The object is not at reqRV: it changed since the client read it
+		// (or reqRV is a revision the store has not reached), a conflict,
+		// unless the store no longer has it (the cache has yet to see the
+		// delete). kube-apiserver then re-reads etcd, as when
 		// any cached state fails an update, and the PUT finds no object:
 		// created where the kind allows it, else 404. obj is as the
 		// client sent it: the precondition fails before anything changes it.
