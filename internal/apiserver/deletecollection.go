@@ -10,11 +10,7 @@ import (
 // the options of a delete, one call of objects.Store.DeleteCollection, and
 // the list of what it deleted.
 func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
-	n, err := s.accept(r, true)
-	if err != nil {
-		return err
-	}
-	o, err := parseListOptions(res, r.URL.Query(), false)
+	n, o, err := s.readList(r, res)
 	if err != nil {
 		return err
 	}

@@ -27,12 +27,19 @@ func parseListOptions(res *registry.Resource, q url.Values, watch bool) (objects
 	return o, objects.CheckListOptions(&o.ListOptions, watch)
 }
 
-func (s *Server) list(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
+// readList is the opening list and deletecollection share: the answer's
+// form (a list, or 406), then the list options.
+func (s *Server) readList(r *http.Request, res *registry.Resource) (negotiated, objects.ListOptions, error) {
 	n, err := s.accept(r, true)
 	if err != nil {
-		return err
+		return n, objects.ListOptions{}, err
 	}
 	o, err := parseListOptions(res, r.URL.Query(), false)
+	return n, o, err
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
+	n, o, err := s.readList(r, res)
 	if err != nil {
 		return err
 	}
