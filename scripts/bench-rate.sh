@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# bench-rate.sh: the fleet-scale lease measurement of SPEC §9, reproducibly.
+# bench-rate.sh: the fleet-scale lease measurement (docs/performance.md,
+# "The fleet target: 100,000 nodes"), reproducibly.
 #
 # Starts a fresh `leasehold serve` on the embedded store (a free port on
 # 127.0.0.1, data under $OUT/data), runs `leasehold bench rate` against it

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# etcd-ratio.sh: SPEC §9's etcd target (issue 24 item 5), reproducibly:
+# etcd-ratio.sh: the etcd target (docs/performance.md, "Measuring Leasehold
+# on etcd"; issue 24 item 5), reproducibly:
 # renewals through one `leasehold serve` replica on a 3-member etcd as a
 # fraction of the raw compare-and-put transactions the same etcd does with
 # the same concurrency.

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/leasehold/leasehold/internal/apiserver/respond"
 	"github.com/leasehold/leasehold/internal/objects"
@@ -340,9 +339,4 @@ func tableRowObject(res *registry.Resource, obj runtime.Object, policy metav1.In
 		return runtime.RawExtension{}, err
 	}
 	return runtime.RawExtension{Object: p}, nil
-}
-
-// setListGVK stamps a list's TypeMeta.
-func setListGVK(res *registry.Resource, list runtime.Object) {
-	list.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{Group: res.GroupVersion.Group, Version: res.GroupVersion.Version, Kind: res.ListKind})
 }

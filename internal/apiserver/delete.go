@@ -8,10 +8,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/leasehold/leasehold/internal/objects"
 	"github.com/leasehold/leasehold/internal/registry"
 )
 
@@ -97,46 +95,4 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, res *registry.Re
 	}
 	s.writeObject(w, http.StatusOK, n, st)
 	return nil
-}
-
-func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
-	n, err := s.accept(r, true)
-	if err != nil {
-		return err
-	}
-	o, err := s.parseListOptions(res, r.URL.Query(), false)
-	if err != nil {
-		return err
-	}
-	opts, err := s.parseDeleteOptions(r)
-	if err != nil {
-		return err
-	}
-	if err := s.objects.WaitFresh(r.Context(), -1); err != nil {
-		return err
-	}
-	items, rev := s.cfg.Cache.List(res.KeyPrefix(info.namespace), o.pred.matcher(res))
-	var deleted []runtime.Object
-	for _, item := range items {
-		acc, err := meta.Accessor(item)
-		if err != nil {
-			return err
-		}
-		obj, _, err := s.objects.Delete(r.Context(), res, acc.GetNamespace(), acc.GetName(), opts)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		deleted = append(deleted, obj)
-		if delRV, _ := objects.ParseResourceVersion(objects.ResourceVersionOf(obj)); delRV > rev {
-			rev = delRV
-		}
-	}
-	list, err := s.buildList(res, deleted, rev, "")
-	if err != nil {
-		return err
-	}
-	return s.respondList(w, res, n, list)
 }

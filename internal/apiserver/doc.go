@@ -3,8 +3,9 @@
 // streams and Status errors, for every resource described in
 // internal/registry.
 //
-// It deliberately does not use k8s.io/apiserver's generic server (see SPEC
-// §3): a renewal must stay near 100 µs of CPU. It does use apimachinery for
+// It deliberately does not use k8s.io/apiserver's generic server: a renewal
+// must stay near 100 µs of CPU (docs/performance.md, "The cost of a
+// renewal"). It does use apimachinery for
 // everything with a wire format: codecs, selectors, Status errors, patches and
 // managed fields.
 //
@@ -23,15 +24,22 @@
 // default). In-process clients (LoopbackConfig) pass the same stages under
 // the identity their code gave them.
 //
-// HTTP is kept apart from what an object means: package respond
-// negotiates and encodes (shared with internal/discovery), answer.go turns
-// objects into the negotiated representation and errors into Status bodies,
-// write.go reads write requests; create.go, update.go, patch.go, delete.go,
-// get.go, list.go, watch.go and review.go each turn one verb's request into
-// calls of the object layer, package internal/objects (preconditions,
-// server-owned metadata, validation, managed fields, admission, the store's
-// conditional writes and freshness reads, the stored form), and its answer
-// into a response.
+// HTTP is kept apart from what an object means. This package owns the
+// pipeline, reading requests, negotiation, answers and watch streaming:
+// package respond negotiates and encodes (shared with internal/discovery),
+// answer.go turns objects into the negotiated representation and errors
+// into Status bodies, write.go reads write requests and list.go the
+// options of list, watch and deletecollection; create.go, update.go,
+// patch.go, delete.go, deletecollection.go, get.go, list.go,
+// watch.go and review.go each turn one verb's request into one call of the
+// object layer, package internal/objects, and its answer into a response.
+// watch.go keeps what a stream is on the wire: framing, flushing, write
+// deadlines, timeouts and the encoding of bookmarks. What a request means
+// (preconditions, resourceVersion semantics, cache or storage, paging and
+// continue tokens, selectors, server-owned metadata, validation, managed
+// fields, admission, the store's conditional writes, the stored form) is
+// internal/objects'. *Server's methods are the pipeline's stages, the
+// verbs' HTTP handlers and the reading and answering they share.
 //
 // # A renewal's path
 //

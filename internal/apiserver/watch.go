@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -32,7 +31,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, res *registry.Res
 		return respond.NotAcceptable(s.neg.MediaTypes())
 	}
 	q := r.URL.Query()
-	o, err := s.parseListOptions(res, q, true)
+	o, err := parseListOptions(res, q, true)
 	if err != nil {
 		return err
 	}
@@ -41,11 +40,11 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, res *registry.Res
 	}
 	if info.name != "" {
 		// The deprecated /watch/.../<name> form: a watch of one object.
-		p, err := parsePredicate(res, q.Get("labelSelector"), joinSelector(q.Get("fieldSelector"), "metadata.name="+info.name))
+		sel, err := objects.ParseSelector(res, q.Get("labelSelector"), joinSelector(q.Get("fieldSelector"), "metadata.name="+info.name))
 		if err != nil {
 			return err
 		}
-		o.pred = p
+		o.Selector = sel
 	}
 	// As in kube-apiserver, timeoutSeconds=0 means the default timeout.
 	timeout := time.Duration(float64(s.cfg.MinRequestTimeout) * (1 + rand.Float64()))
@@ -54,63 +53,17 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, res *registry.Res
 	}
 	ctx := r.Context()
 
-	wo := watchcache.WatchOptions{
-		Prefix:    res.KeyPrefix(info.namespace),
-		Predicate: o.pred.matcher(res),
-		Bookmarks: o.AllowWatchBookmarks,
-	}
-	rv, err := objects.ParseResourceVersion(o.ResourceVersion)
-	if err != nil {
-		return err
-	}
-	switch {
-	case o.SendInitialEvents != nil && *o.SendInitialEvents:
-		wo.InitialState = true
-		if o.ResourceVersion == "" {
-			rv = -1
-		}
-		if err := s.objects.WaitFresh(ctx, rv); err != nil {
-			return err
-		}
-	case o.SendInitialEvents != nil:
-		if o.ResourceVersion == "" {
-			rv = -1
-		}
-		if err := s.objects.WaitFresh(ctx, rv); err != nil {
-			return err
-		}
-		if rv < 0 {
-			rv = s.cfg.Cache.Revision()
-		}
-		wo.FromRevision = rv
-	case o.ResourceVersion == "" || o.ResourceVersion == "0":
-		wo.InitialState = true
-		if o.ResourceVersion == "" {
-			if err := s.objects.WaitFresh(ctx, -1); err != nil {
-				return err
-			}
-		}
-	default:
-		wo.FromRevision = rv
-	}
-
 	sw := &watchStream{s: s, res: res, n: n, w: w, flusher: flusherOf(w)}
-	watcher, err := s.cfg.Cache.Watch(ctx, wo)
+	watcher, err := s.objects.Watch(ctx, res, info.namespace, o)
 	if err != nil {
-		var tooOld *watchcache.TooOldError
-		if errors.As(err, &tooOld) {
+		var expired *objects.ExpiredError
+		if errors.As(err, &expired) {
 			// After the resourceVersion is parsed, kube-apiserver reports a
 			// too-old revision as an ERROR event on a 200 stream.
 			sw.start()
-			st := apierrors.NewResourceExpired(tooOld.Error()).Status()
-			st.Kind, st.APIVersion = "Status", "v1"
-			return sw.send(watch.Error, &st)
+			return sw.send(watch.Error, &expired.Status)
 		}
-		var tooNew *watchcache.TooNewError
-		if errors.As(err, &tooNew) {
-			return objects.TooLargeResourceVersion(tooNew.Requested, tooNew.Current)
-		}
-		return fmt.Errorf("starting watch: %w", err)
+		return err
 	}
 	defer watcher.Stop()
 	// The timeout bounds the stream, not its setup: a watch whose time is

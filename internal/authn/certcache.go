@@ -31,7 +31,8 @@ const NegativeVerifyTTL = 10 * time.Second
 // What it saves: a node renews its lease every 10 s with the same
 // certificate, and verifying its ECDSA P-256 chain (signature check, name
 // chaining, key usage) costs about 130-190 µs and 33 allocations per
-// request, more than the ~100 µs a whole renewal may cost (SPEC §3). A
+// request, more than the ~100 µs a whole renewal may cost (docs/performance.md,
+// "The cost of a renewal"). A
 // cache hit costs about 1.1 µs and no allocation: a SHA-256 of the
 // certificate and one lookup (BenchmarkCertAuthenticator, 2-core
 // Turin VM). Keying on the bytes rather

@@ -10,7 +10,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// EtcdCASWorkload is SPEC §9's yardstick for the etcd driver: the raw
+// EtcdCASWorkload is the etcd driver's yardstick (docs/performance.md,
+// "Measuring Leasehold on etcd"): the raw
 // compare-and-put transactions (If ModRevision==rev Then Put) a renewal
 // becomes in etcd, sent straight to the cluster with the same number of
 // clients and keys as `bench max`, so that `bench max` through a server on

@@ -32,6 +32,15 @@ const freshnessWait = 3 * time.Second
 // waits for the cache, and times out with Kubernetes' "Too large resource
 // version".
 func (s *Store) Current(ctx context.Context, res *registry.Resource, key string, minRV int64) (runtime.Object, error) {
+	return s.current(ctx, res, key, minRV, true)
+}
+
+// current is Current; waitFuture false reads the store's newest state
+// instead of waiting for a minRV the store has not reached: an update
+// expects the object at minRV, and kube-apiserver, reading etcd, finds it
+// elsewhere and answers the stale version's 409 (or 404 when it is gone)
+// at once, not a 504 after the wait.
+func (s *Store) current(ctx context.Context, res *registry.Resource, key string, minRV int64, waitFuture bool) (runtime.Object, error) {
 	if minRV >= 0 && s.cache.Revision() >= minRV {
 		return s.Cached(key), nil
 	}
@@ -39,7 +48,7 @@ func (s *Store) Current(ctx context.Context, res *registry.Resource, key string,
 	if err != nil {
 		return nil, fmt.Errorf("reading current revision: %w", err)
 	}
-	if minRV < 0 {
+	if minRV < 0 || (minRV > storeRV && !waitFuture) {
 		minRV = storeRV
 	}
 	switch {

@@ -60,16 +60,15 @@ func (s *Store) Update(ctx context.Context, res *registry.Resource, namespace, n
 	if err != nil {
 		return nil, nil, false, err
 	}
-	if err := s.checkNotFuture(ctx, res, name, reqRV); err != nil {
-		return nil, nil, false, err
-	}
 	// The cache must be at least as new as what the client saw, or a fresh
-	// renewal would look stale.
+	// renewal would look stale; a resourceVersion the store has not
+	// reached reads the store's newest state, which the precondition
+	// (updateFrom) then finds stale.
 	minRV := reqRV
 	if minRV == 0 {
 		minRV = -1
 	}
-	cur, err := s.Current(ctx, res, key, minRV)
+	cur, err := s.current(ctx, res, key, minRV, false)
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -95,12 +94,15 @@ func (s *Store) Update(ctx context.Context, res *registry.Resource, namespace, n
 	if err != nil {
 		return nil, nil, false, err
 	}
-	if reqRV != curRV {
-		// The cache has seen reqRV, so the object changed since: a
-		// conflict, unless the store no longer has it (the cache has yet
-		// to see the delete). kube-apiserver then re-reads etcd, as when
+	out, stored, err := s.updateFrom(ctx, res, key, subresource, cur, curRV, reqRV, obj, wo)
+	if errors.Is(err, errStale) {
+		// The object is not at reqRV: it changed since the client read it
+		// (or reqRV is a revision the store has not reached), a conflict,
+		// unless the store no longer has it (the cache has yet to see the
+		// delete). kube-apiserver then re-reads etcd, as when
 		// any cached state fails an update, and the PUT finds no object:
-		// created where the kind allows it, else 404.
+		// created where the kind allows it, else 404. obj is as the
+		// client sent it: the precondition fails before anything changes it.
 		fresh, err := s.stored(ctx, res, key)
 		if err != nil {
 			return nil, nil, false, err
@@ -110,7 +112,6 @@ func (s *Store) Update(ctx context.Context, res *registry.Resource, namespace, n
 		}
 		return nil, nil, false, Conflict(res, name)
 	}
-	out, stored, err := s.updateFrom(ctx, res, key, subresource, cur, curRV, obj, wo)
 	if reqUID != "" && isNotFoundOf(err, res, name) {
 		// The cache still held an object the store no longer has (deleted
 		// a moment ago): a uid precondition fails as it would have with a
@@ -146,25 +147,6 @@ func isNotFoundOf(err error, res *registry.Resource, name string) bool {
 	}
 	d := st.Status().Details
 	return d != nil && d.Name == name && d.Kind == res.GroupResource().Resource && d.Group == res.GroupResource().Group
-}
-
-// checkNotFuture answers an update whose resourceVersion the store has not
-// reached with the stale-version 409 at once, as kube-apiserver's
-// conditional write does: waiting for the cache to reach a revision that
-// does not exist would only end in a 504. It reads the store's revision only
-// when the cache is behind reqRV, so a renewal does not pay for it.
-func (s *Store) checkNotFuture(ctx context.Context, res *registry.Resource, name string, reqRV int64) error {
-	if reqRV <= s.cache.Revision() {
-		return nil
-	}
-	storeRV, err := s.storage.CurrentRevision(ctx)
-	if err != nil {
-		return StorageError(res, name, "current revision", err)
-	}
-	if reqRV > storeRV {
-		return Conflict(res, name)
-	}
-	return nil
 }
 
 // GuaranteedUpdate updates namespace/name (or its subresource) from its
@@ -219,17 +201,55 @@ func (s *Store) unconditionalUpdate(ctx context.Context, res *registry.Resource,
 // cur's revision as the precondition. When it stored obj, it also returns
 // obj's storage encoding, which has an empty resourceVersion and is
 // shared with the store: read it, never change it.
+//
+// obj's resourceVersion, if it has one (a patch may set it), is the
+// precondition: cur's, or the 409.
 func (s *Store) UpdateFrom(ctx context.Context, res *registry.Resource, key, subresource string, cur, obj runtime.Object, wo WriteOptions) (runtime.Object, []byte, error) {
 	curRV, err := ParseResourceVersion(ResourceVersionOf(cur))
 	if err != nil {
 		return nil, nil, err
 	}
-	return s.updateFrom(ctx, res, key, subresource, cur, curRV, obj, wo)
+	var reqRV int64
+	if rv := ResourceVersionOf(obj); rv != "" {
+		if reqRV, err = ParseResourceVersion(rv); err != nil || reqRV == 0 {
+			// Not a revision cur can be at: the stale version's 409.
+			reqRV = -1
+		}
+	}
+	out, stored, err := s.updateFrom(ctx, res, key, subresource, cur, curRV, reqRV, obj, wo)
+	if errors.Is(err, errStale) {
+		acc, aerr := meta.Accessor(obj)
+		if aerr != nil {
+			return nil, nil, aerr
+		}
+		return nil, nil, Conflict(res, acc.GetName())
+	}
+	return out, stored, err
 }
 
+// errStale is updateFrom's failed resourceVersion precondition, which its
+// callers answer: Update first reads the store, in case the cache still
+// holds an object deleted behind it.
+var errStale = errors.New("the object's resourceVersion is not the stored one")
+
 // updateFrom is UpdateFrom given cur's revision, curRV, which the write
-// expects the key to be at.
-func (s *Store) updateFrom(ctx context.Context, res *registry.Resource, key, subresource string, cur runtime.Object, curRV int64, obj runtime.Object, wo WriteOptions) (runtime.Object, []byte, error) {
+// expects the key to be at, and the one the request names, reqRV (0: none,
+// the write starts from cur whatever its revision; < 0: none cur can be at).
+func (s *Store) updateFrom(ctx context.Context, res *registry.Resource, key, subresource string, cur runtime.Object, curRV, reqRV int64, obj runtime.Object, wo WriteOptions) (runtime.Object, []byte, error) {
+	// The resourceVersion precondition, where kube-apiserver's
+	// registry Store.Update makes it: inside the guaranteed update's
+	// tryUpdate, after the uid precondition and the "must be specified"
+	// 422, before PrepareForUpdate, validation and admission, so a stale
+	// write is a 409 whatever else is wrong with it. It is the client's
+	// check: has the object changed since I read it? The store's
+	// conditional write below (curRV) is the other, as etcd's
+	// ModRevision compare is in kube: has another writer got in between
+	// this read and this write? Neither replaces the other: without the
+	// first, a stale PUT would overwrite a newer cached object; without
+	// the second, two writers reading the same revision would both win.
+	if reqRV != 0 && reqRV != curRV {
+		return nil, nil, errStale
+	}
 	acc, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, nil, err
@@ -237,9 +257,6 @@ func (s *Store) updateFrom(ctx context.Context, res *registry.Resource, key, sub
 	old, err := meta.Accessor(cur)
 	if err != nil {
 		return nil, nil, err
-	}
-	if rv := acc.GetResourceVersion(); rv != "" && rv != old.GetResourceVersion() {
-		return nil, nil, Conflict(res, acc.GetName())
 	}
 	// Fields clients may not change on update keep their stored values, as
 	// rest.BeforeUpdate does; the immutable ones are validated below.

@@ -1,6 +1,6 @@
 // Package pki holds Leasehold's public-key infrastructure: the cluster CA,
 // the API server's serving certificate, client certificates (the identity
-// mechanism of SPEC §6: CN = user, O = groups) and the kubeconfig files that
+// mechanism of docs/security.md: CN = user, O = groups) and the kubeconfig files that
 // carry them.
 //
 // Invariants:

@@ -1,6 +1,6 @@
 package e2e
 
-// Scenario 3 (SPEC §1, the first seed's "Node Delete" practice): deleting a
+// Scenario 3 (the first seed's "Node Delete" practice, the README tour's deleted node): deleting a
 // Node makes the garbage collector delete its lease; the agent keeps
 // running and logs what the kubelet logs; restarted, it registers a new
 // Node and creates a new lease. And the variant the garbage collector's

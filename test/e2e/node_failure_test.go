@@ -1,6 +1,6 @@
 package e2e
 
-// Scenario 2 (SPEC §1): an agent that stops heartbeating — frozen with
+// Scenario 2 (a failing node): an agent that stops heartbeating — frozen with
 // SIGSTOP, or killed with SIGKILL — is marked Unknown by the node lifecycle
 // controller after the grace period, tainted unreachable and reported with
 // a NodeNotReady event; when it heartbeats again, Ready and the taints

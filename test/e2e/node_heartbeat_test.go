@@ -1,6 +1,6 @@
 package e2e
 
-// Scenario 1 (SPEC §1, the first seed): every `leasehold agent` registers
+// Scenario 1 (the first seed, the README tour's heartbeat): every `leasehold agent` registers
 // its Node and heartbeats through Lease kube-node-lease/NAME, which kubectl
 // shows as the seed does.
 

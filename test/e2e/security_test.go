@@ -1,6 +1,6 @@
 package e2e
 
-// Who may do what (SPEC §6): every allow and deny path of the security model
+// Who may do what (docs/security.md): every allow and deny path of the security model
 // against a real server, with the status code and the exact Status body a
 // kube-apiserver writes. The identities are the ones a deployment has: the
 // admin (system:masters), two nodes with certificates minted by

@@ -185,7 +185,8 @@ const (
 	unreachableNoExecute  = corev1.TaintNodeUnreachable + ":NoExecute"
 )
 
-// TestNodeFailureAndRecovery is SPEC scenario 2 with short periods: a node
+// TestNodeFailureAndRecovery is test/e2e's failing-node scenario
+// (node_failure_test.go) with short periods: a node
 // that stops renewing its lease becomes Ready=Unknown with the unreachable
 // taints and a NodeNotReady event; when it renews and posts status again
 // the taints go away. A second node keeps the cluster out of the

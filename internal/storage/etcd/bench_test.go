@@ -13,7 +13,7 @@ import (
 	"github.com/leasehold/leasehold/internal/storage/etcd/etcdtest"
 )
 
-// benchWriters is SPEC §9's 64 concurrent renewing clients.
+// benchWriters is `bench max`'s 64 concurrent renewing clients.
 const benchWriters = 64
 
 // benchWarmUp swaps per writer before the clock starts, so neither mode pays
@@ -23,7 +23,8 @@ const benchWarmUp = 20
 // casFunc swaps key from revision rev to value and returns the new revision.
 type casFunc func(ctx context.Context, key string, rev int64) (int64, error)
 
-// BenchmarkCAS measures SPEC §9's etcd target: compare-and-swap writes by 64
+// BenchmarkCAS measures the etcd target (docs/performance.md, "Measuring
+// Leasehold on etcd"): compare-and-swap writes by 64
 // goroutines, each renewing its own lease-sized key with the revision its
 // previous write returned, as raw etcd transactions (If ModRevision==rev
 // Then Put) and through the driver's Update. Each mode gets its own fresh

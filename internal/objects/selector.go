@@ -1,4 +1,8 @@
-package apiserver
+package objects
+
+// selector.go is what a label and field selector select: parsed and
+// checked once per list, watch or deletecollection, then tested against
+// each object.
 
 import (
 	"fmt"
@@ -14,34 +18,39 @@ import (
 	"github.com/leasehold/leasehold/internal/registry"
 )
 
-// predicate is a parsed label and field selector.
-type predicate struct {
+// Selector is a parsed label and field selector of one resource.
+type Selector struct {
+	res   *registry.Resource
 	label labels.Selector
 	field fields.Selector
 }
 
-func (p predicate) empty() bool { return p.label.Empty() && p.field.Empty() }
+// Empty tells whether s selects every object; the zero Selector does.
+func (s Selector) Empty() bool {
+	return (s.label == nil || s.label.Empty()) && (s.field == nil || s.field.Empty())
+}
 
-// parsePredicate parses and checks the selectors of a list or watch request.
-func parsePredicate(res *registry.Resource, labelSel, fieldSel string) (predicate, error) {
-	p := predicate{label: labels.Everything(), field: fields.Everything()}
+// ParseSelector parses and checks the selectors of a list, watch or
+// deletecollection of res ("" selects everything).
+func ParseSelector(res *registry.Resource, labelSel, fieldSel string) (Selector, error) {
+	s := Selector{res: res, label: labels.Everything(), field: fields.Everything()}
 	var err error
 	if labelSel != "" {
-		if p.label, err = labels.Parse(labelSel); err != nil {
-			return p, apierrors.NewBadRequest(fmt.Sprintf("unable to parse requirement: %v", err))
+		if s.label, err = labels.Parse(labelSel); err != nil {
+			return s, apierrors.NewBadRequest(fmt.Sprintf("unable to parse requirement: %v", err))
 		}
 	}
 	if fieldSel != "" {
-		if p.field, err = fields.ParseSelector(fieldSel); err != nil {
-			return p, apierrors.NewBadRequest(fmt.Sprintf("invalid field selector: %v", err))
+		if s.field, err = fields.ParseSelector(fieldSel); err != nil {
+			return s, apierrors.NewBadRequest(fmt.Sprintf("invalid field selector: %v", err))
 		}
-		for _, req := range p.field.Requirements() {
+		for _, req := range s.field.Requirements() {
 			if err := checkField(res, req.Field); err != nil {
-				return p, err
+				return s, err
 			}
 		}
 	}
-	return p, nil
+	return s, nil
 }
 
 // checkField rejects selectors on fields the resource does not index, with
@@ -65,20 +74,22 @@ func checkField(res *registry.Resource, field string) error {
 	return apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s (known: %s)", field, strings.Join(names, ", ")))
 }
 
-// matcher returns a function telling whether an object satisfies p.
-func (p predicate) matcher(res *registry.Resource) func(runtime.Object) bool {
-	if p.empty() {
+// matcher returns a function telling whether an object satisfies s, or
+// nil when every object does (the cache then skips the test).
+func (s Selector) matcher() func(runtime.Object) bool {
+	if s.Empty() {
 		return nil
 	}
+	res := s.res
 	return func(obj runtime.Object) bool {
 		acc, err := meta.Accessor(obj)
 		if err != nil {
 			return false
 		}
-		if !p.label.Matches(labels.Set(acc.GetLabels())) {
+		if !s.label.Matches(labels.Set(acc.GetLabels())) {
 			return false
 		}
-		if p.field.Empty() {
+		if s.field.Empty() {
 			return true
 		}
 		set := fields.Set{"metadata.name": acc.GetName()}
@@ -90,6 +101,6 @@ func (p predicate) matcher(res *registry.Resource) func(runtime.Object) bool {
 				set[k] = v
 			}
 		}
-		return p.field.Matches(set)
+		return s.field.Matches(set)
 	}
 }

@@ -1,4 +1,7 @@
-package apiserver
+package objects
+
+// continuetoken.go is a paged list's continue token: where the next page
+// starts, and at which revision.
 
 import (
 	"encoding/base64"
