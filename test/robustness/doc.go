@@ -92,8 +92,9 @@
 // is skipped saying so) behind two leasehold replicas; clients and watchers
 // spread over both, and the faults are kill -9 and SIGSTOP of a replica,
 // kill -9 of an etcd member (the leader a third of the time), loss of
-// quorum (two members frozen), and a replica cut off from etcd while its
-// clients still reach it. An unknown write there is not bounded by a
+// quorum (two members frozen), a replica cut off from etcd while its
+// clients still reach it, and the one member a replica uses going silent
+// to it. An unknown write there is not bounded by a
 // replica's death: its transaction may reach etcd afterwards.
 //
 // The cut (partition_test.go): each replica reaches the members only
@@ -111,8 +112,14 @@
 // records what it answered (status codes, the longest request) and how
 // long after the link came back it answered a consistent read and a
 // write again, logged with the fault; a replica that has not within 30 s
-// is a violation. Fault kinds are dealt from a shuffled deck, so a run
-// of six faults or more has each kind of its mode.
+// is a violation. A third kind (silent_test.go) makes only the member
+// the replica's requests go to silent to it (its proxy blackholed) for
+// 25 s while the other members stay reachable: the replica must get a
+// read and a write answered through another member before the silence
+// ends (the driver's fail-over takes its 10 s leader check plus a 5 s
+// status timeout: 15.2 s measured), else it is a violation. Fault kinds
+// are dealt from a shuffled deck, so a run of seven faults or more has
+// each kind of its mode.
 //
 // A violation fails the test and leaves, in a directory named in the
 // failure message, the history (history.json, watches.json, faults.json),

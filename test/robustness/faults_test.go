@@ -132,7 +132,7 @@ func (in *injector) run(ctx context.Context) {
 			kinds = append(kinds, faultEtcdKill, faultEtcdQuorum)
 		}
 		if len(in.links) > 0 {
-			kinds = append(kinds, faultEtcdCut, faultEtcdBlackhole)
+			kinds = append(kinds, faultEtcdCut, faultEtcdBlackhole, faultEtcdMemberSilent)
 		}
 		if in.plan.FailpointBinary != "" {
 			for _, fp := range embeddedFailpoints {
@@ -234,6 +234,8 @@ func (in *injector) inject(kind string, srv *server) (time.Duration, error) {
 		}
 	case faultEtcdCut, faultEtcdBlackhole:
 		return in.cut(kind, srv)
+	case faultEtcdMemberSilent:
+		return in.silence(srv)
 	case faultEtcdQuorum:
 		// Two of three members frozen: no quorum until they resume.
 		d = in.between(100*time.Millisecond, in.plan.MaxPause)

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -29,6 +30,9 @@ type proxy struct {
 	conns  map[*proxyConn]struct{}
 	closed bool
 	wg     sync.WaitGroup
+	// forwarded counts the bytes sent on toward the member, so a test
+	// can tell which proxy the replica's connection uses.
+	forwarded atomic.Int64
 }
 
 // linkMode is what a proxy does with connections.
@@ -153,7 +157,11 @@ func (w gatedWriter) Write(b []byte) (int, error) {
 	case <-w.pc.done:
 		return 0, net.ErrClosed
 	}
-	return w.dst.Write(b)
+	n, err := w.dst.Write(b)
+	if w.dst == w.pc.upstream {
+		w.p.forwarded.Add(int64(n))
+	}
+	return n, err
 }
 
 // teardown resets both ends (once); the copies then end.

@@ -79,10 +79,11 @@ var soakEtcdRound = roundSize{
 
 // etcdRound is the small run in etcd mode: two replicas on three members,
 // faults on both, on etcd and between them. It runs long enough for about
-// eight faults, so that each of the six kinds comes at least once (draw);
-// a cut may outlast the replica's 5 s per-call deadline to etcd.
+// nine faults, so that each of the seven kinds comes at least once (draw;
+// one is a member silent for 25 s); a cut may outlast the replica's 5 s
+// per-call deadline to etcd.
 var etcdRound = roundSize{
-	Clients: 4, Watchers: 2, Traffic: 50 * time.Second, Etcd: true, Replicas: 2,
+	Clients: 4, Watchers: 2, Traffic: 75 * time.Second, Etcd: true, Replicas: 2,
 	Faults:       faultPlan{MinGap: 1500 * time.Millisecond, MaxGap: 4 * time.Second, MaxPause: 4 * time.Second, MaxDown: time.Second, MaxCut: 7 * time.Second},
 	CheckTimeout: time.Minute,
 }
@@ -148,7 +149,7 @@ func (s stats) String() string {
 		fmt.Fprintf(&b, "%s %d", k, s.Ops[k])
 	}
 	fmt.Fprintf(&b, "); %d watch streams with %d events, %d answered 410 Gone, %d final replays; faults:", s.Streams, s.Events, s.Gone, s.Replays)
-	for _, k := range []string{faultKill, faultPause, faultDisk, faultBeforeSync, faultAfterSync, faultCompaction, faultEtcdKill, faultEtcdQuorum, faultEtcdCut, faultEtcdBlackhole} {
+	for _, k := range []string{faultKill, faultPause, faultDisk, faultBeforeSync, faultAfterSync, faultCompaction, faultEtcdKill, faultEtcdQuorum, faultEtcdCut, faultEtcdBlackhole, faultEtcdMemberSilent} {
 		fmt.Fprintf(&b, " %s %d,", k, s.Faults[k])
 	}
 	b.WriteString(" failpoints reached:")
