@@ -80,42 +80,52 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, res *registry.Res
 	sw.limitWrites(time.Now().Add(timeout))
 	defer sw.clearDeadline()
 	ch := watcher.Events()
+	pacer := newFlushPacer(s.cfg.WatchFlushInterval)
+	defer pacer.stop()
+	// flush sends what was written and lifts the deadline: nothing is being
+	// written now. On HTTP/2 a write deadline is a timer that resets the
+	// stream with INTERNAL_ERROR when it fires, written to or not, so a
+	// quiet watch was cut watchWriteTimeout after its last event (clients
+	// saw Node and Event watches end every 10-25 s). The request's context
+	// still ends the stream at timeoutSeconds.
+	flush := func() error {
+		if err := sw.flushErr(); err != nil {
+			return err
+		}
+		pacer.flushed(time.Now())
+		sw.clearDeadline()
+		return nil
+	}
 	for {
+		var err error
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-s.cfg.StopWatches:
 			// Shutdown: end the stream cleanly so clients re-watch elsewhere.
 			return nil
+		case <-pacer.C():
+			err = flush()
 		case ev, ok := <-ch:
 			if !ok {
 				return nil
 			}
 			// A client that stops reading blocks the write until its
 			// deadline: the stream ends and the watcher is stopped.
-			err := sw.setDeadline()
+			err = sw.setDeadline()
 			if err == nil {
 				err = sw.sendEvent(ev)
 			}
-			if err == nil && len(ch) == 0 {
-				err = sw.flushErr()
-				if err == nil {
-					// Nothing is being written now: lift the deadline.
-					// On HTTP/2 a write deadline is a timer that resets
-					// the stream with INTERNAL_ERROR when it fires,
-					// written to or not, so a quiet watch was cut
-					// watchWriteTimeout after its last event (clients
-					// saw Node and Event watches end every 10-25 s).
-					// The request's context still ends the stream at
-					// timeoutSeconds.
-					sw.clearDeadline()
+			if err == nil {
+				events.Inc()
+				if len(ch) == 0 && pacer.due(time.Now()) {
+					err = flush()
 				}
 			}
-			if err != nil {
-				s.logger.Debug("watch stream ended", "err", err)
-				return nil
-			}
-			events.Inc()
+		}
+		if err != nil {
+			s.logger.Debug("watch stream ended", "err", err)
+			return nil
 		}
 	}
 }
