@@ -1,9 +1,7 @@
 package leasecopy
 
 import (
-	"encoding/json"
 	"fmt"
-	"net"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,17 +12,15 @@ import (
 	"github.com/leasehold/leasehold/internal/testdeps"
 )
 
-// server is a running `leasehold serve`.
+// server is a running `leasehold serve` with a client of its admin.
 type server struct {
-	DataDir    string
-	Kubeconfig string
-	Client     kubernetes.Interface
-	proc       *proc
+	*testdeps.Server
+	Client kubernetes.Interface
 }
 
 // startServe starts `leasehold serve` on a free port with a fresh data
 // directory (plus extra flags) and waits for its serving line; the test's
-// end stops it with SIGTERM.
+// end stops it with SIGTERM and fails unless it exits 0.
 func startServe(t *testing.T, extra ...string) *server {
 	t.Helper()
 	return startServeIn(t, filepath.Join(t.TempDir(), "data"), extra...)
@@ -35,21 +31,11 @@ func startServe(t *testing.T, extra ...string) *server {
 // keeps its CA, so kubeconfigs from before still work.
 func startServeIn(t *testing.T, dataDir string, extra ...string) *server {
 	t.Helper()
-	argv := append([]string{binary, "serve", "--data-dir", dataDir,
-		"--secure-port", "0", "--bind-address", "127.0.0.1"}, extra...)
-	p := startProc(t, "leasehold serve", argv...)
-	t.Cleanup(func() {
-		if code := p.stop(); code != 0 {
-			t.Errorf("leasehold serve exited %d after SIGTERM", code)
-		}
-	})
-	var line struct {
-		Kubeconfig string `json:"kubeconfig"`
+	s, err := testdeps.LaunchServer(t, binary, testdeps.ServeOptions{DataDir: dataDir}, extra...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := json.Unmarshal([]byte(p.waitLine(`"msg":"serving"`, 60*time.Second)), &line); err != nil || line.Kubeconfig == "" {
-		t.Fatalf("serving line without a kubeconfig (%v)", err)
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", line.Kubeconfig)
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +44,7 @@ func startServeIn(t *testing.T, dataDir string, extra ...string) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &server{DataDir: dataDir, Kubeconfig: line.Kubeconfig, Client: c, proc: p}
+	return &server{Server: s, Client: c}
 }
 
 // startEtcd starts a one-member Debian etcd on free ports and returns its
@@ -69,8 +55,8 @@ func startEtcd(t *testing.T) string {
 	t.Helper()
 	bin := testdeps.Debian(t, "etcd-server", "etcd")
 	for attempt := 1; ; attempt++ {
-		client := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-		peer := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+		client := fmt.Sprintf("http://127.0.0.1:%d", testdeps.FreePort(t))
+		peer := fmt.Sprintf("http://127.0.0.1:%d", testdeps.FreePort(t))
 		p := startProc(t, "etcd", bin, "--name", "m0", "--data-dir", filepath.Join(t.TempDir(), "etcd"),
 			"--listen-client-urls", client, "--advertise-client-urls", client,
 			"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
@@ -78,7 +64,7 @@ func startEtcd(t *testing.T) string {
 		deadline := time.Now().Add(30 * time.Second)
 		for time.Now().Before(deadline) {
 			select {
-			case <-p.exited:
+			case <-p.Exited():
 				deadline = time.Time{}
 				continue
 			default:
@@ -88,21 +74,11 @@ func startEtcd(t *testing.T) string {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		p.kill()
+		p.Kill()
 		if attempt == 3 {
-			t.Fatalf("etcd did not serve on free ports in %d attempts; last output:\n%s", attempt, p.output())
+			t.Fatalf("etcd did not serve on free ports in %d attempts; last output:\n%s", attempt, p.Output())
 		}
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // serverURL is the API address in s's admin kubeconfig.
@@ -119,8 +95,8 @@ func serverURL(t *testing.T, s *server) string {
 func runLeasehold(t *testing.T, args ...string) (string, int) {
 	t.Helper()
 	p := startProc(t, "leasehold "+args[0], append([]string{binary}, args...)...)
-	code := p.wait(time.Minute)
-	return p.output(), code
+	code := p.Wait(time.Minute)
+	return p.Output(), code
 }
 
 // runCopy runs `leasehold leases copy ARGS` to its end (at most a minute)
@@ -128,6 +104,13 @@ func runLeasehold(t *testing.T, args ...string) (string, int) {
 func runCopy(t *testing.T, args ...string) (string, int) {
 	t.Helper()
 	p := startProc(t, "leases copy", append([]string{binary, "leases", "copy"}, args...)...)
-	code := p.wait(time.Minute)
-	return p.output(), code
+	code := p.Wait(time.Minute)
+	return p.Output(), code
+}
+
+// startProc runs argv with its output collected; the test's end stops it
+// by its PID and prints its output if the test failed.
+func startProc(t *testing.T, name string, argv ...string) *testdeps.Process {
+	t.Helper()
+	return testdeps.StartProcess(t, name, testdeps.ProcessOptions{}, argv...)
 }
