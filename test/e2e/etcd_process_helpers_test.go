@@ -97,12 +97,12 @@ func tryStartEtcdCluster(t *testing.T, bin string, n int) (*etcdCluster, *etcdPr
 	var initial []string
 	peers := make([]string, n)
 	for i := range n {
-		peers[i] = fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+		peers[i] = fmt.Sprintf("http://127.0.0.1:%d", testdeps.FreePort(t))
 		initial = append(initial, fmt.Sprintf("m%d=%s", i, peers[i]))
 	}
 	for i := range n {
 		name := fmt.Sprintf("m%d", i)
-		client := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+		client := fmt.Sprintf("http://127.0.0.1:%d", testdeps.FreePort(t))
 		m := &etcdProc{Name: name, Endpoint: client, peer: peers[i], t: t, bin: bin, logs: &syncBuffer{}, args: []string{
 			"--name", name, "--data-dir", filepath.Join(dir, name),
 			"--listen-client-urls", client, "--advertise-client-urls", client,

@@ -28,7 +28,7 @@ func TestEtcdMemberThatCannotBindIsNotHealthy(t *testing.T) {
 	t.Cleanup(func() { _ = impostor.Close() })
 
 	client := "http://" + ln.Addr().String()
-	peer := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	peer := fmt.Sprintf("http://127.0.0.1:%d", testdeps.FreePort(t))
 	m := &etcdProc{Name: "m0", Endpoint: client, peer: peer, t: t, bin: bin, logs: &syncBuffer{}, args: []string{
 		"--name", "m0", "--data-dir", filepath.Join(t.TempDir(), "m0"),
 		"--listen-client-urls", client, "--advertise-client-urls", client,

@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/leasehold/leasehold/internal/testdeps/nodeenv"
 )
 
 // haCluster is a control plane as an operator runs it on one machine: a
@@ -104,20 +106,11 @@ func newHACluster(t *testing.T, replicas int) *haCluster {
 	return c
 }
 
-// client is a client-go client of kubeconfig with its own connections.
+// client is a client-go client of kubeconfig with its own connections,
+// closed when the test ends (nodeenv).
 func (c *haCluster) client(kubeconfig string) kubernetes.Interface {
 	c.t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		c.t.Fatalf("kubeconfig %s: %v", kubeconfig, err)
-	}
-	cfg.QPS, cfg.Burst = -1, 0
-	cfg.Timeout = 10 * time.Second
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return cs
+	return nodeenv.New(c.t, kubeconfig, "leasehold-e2e-ha").Client
 }
 
 // startReplica starts a new replica on a fresh data dir and free port.
@@ -147,7 +140,7 @@ func (c *haCluster) run(r *haReplica, port string) {
 // port, so the balancer's configuration still names it.
 func (c *haCluster) restart(r *haReplica) {
 	c.t.Helper()
-	if serverRunning(r.proc) {
+	if r.proc.Running() {
 		c.t.Fatalf("%s restarted while running", r.name)
 	}
 	r.past = append(r.past, r.proc)
@@ -159,7 +152,7 @@ func (c *haCluster) restart(r *haReplica) {
 func (c *haCluster) live() []*replica {
 	var out []*replica
 	for _, r := range c.replicas {
-		if r.proc != nil && serverRunning(r.proc) {
+		if r.proc != nil && r.proc.Running() {
 			out = append(out, r.replica)
 		}
 	}

@@ -94,7 +94,7 @@ func startHAProxy(t *testing.T, caFile string, backends map[string]string) *hapr
 	bin := testdeps.Debian(t, "haproxy", "haproxy")
 	dir := t.TempDir()
 	p := &haproxyProc{
-		Addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		Addr: fmt.Sprintf("127.0.0.1:%d", testdeps.FreePort(t)),
 		t:    t, sock: filepath.Join(dir, "stats.sock"), logs: &syncBuffer{}, exited: make(chan struct{}),
 	}
 	cfg := filepath.Join(dir, "haproxy.cfg")
