@@ -197,8 +197,7 @@ func TestE2ELeaseDeletedIsRecreated(t *testing.T) {
 	name := e.newNode("lease")
 	cfg := e2eConfig(name)
 	agent := e.startAgent(t, cfg)
-	node := e.WaitReady(name, 20*time.Second)
-	old := e.WaitOwnedLease(name, node.UID, 20*time.Second)
+	node, old := e.WaitRegistered(name, 20*time.Second, 20*time.Second)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -233,8 +232,7 @@ func TestE2ENodeDeletedThenReregistered(t *testing.T) {
 	name := e.newNode("del")
 	cfg := e2eConfig(name)
 	first := e.startAgent(t, cfg)
-	oldNode := e.WaitReady(name, 20*time.Second)
-	oldLease := e.WaitOwnedLease(name, oldNode.UID, 20*time.Second)
+	oldNode, oldLease := e.WaitRegistered(name, 20*time.Second, 20*time.Second)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

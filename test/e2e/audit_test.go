@@ -40,8 +40,7 @@ func TestAuditTrailOfNodeDeletion(t *testing.T) {
 	name, other := names[0], names[1]
 	agents := c.startAgents(names, fastAgentArgs...)
 	agent := agents[0]
-	node := c.WaitReady(name, fastSlack)
-	lease := c.WaitOwnedLease(name, node.UID, fastRenew+fastSlack)
+	node, lease := c.WaitRegistered(name, fastSlack, fastRenew+fastSlack)
 	c.WaitReady(other, fastSlack)
 	c.waitNodeEvent(name, "RegisteredNode", fmt.Sprintf("Node %s event: Registered Node %s in Controller", name, name), fastSlack)
 
@@ -51,8 +50,7 @@ func TestAuditTrailOfNodeDeletion(t *testing.T) {
 	agent.WaitLine(mark, fastRenew+fastSlack, `msg="Failed to get node when trying to set owner ref to the node lease"`)
 	agent.Stop()
 	agent.Restart()
-	newNode := c.WaitReady(name, fastSlack)
-	c.WaitOwnedLease(name, newNode.UID, fastRenew+fastSlack)
+	c.WaitRegistered(name, fastSlack, fastRenew+fastSlack)
 
 	// A denial and a failed authentication, each answered with an Audit-ID
 	// the log must hold.

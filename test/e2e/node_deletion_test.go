@@ -24,10 +24,8 @@ func TestNodeDeletionAndReregistration(t *testing.T) {
 	deleted, other := names[0], names[1]
 	agents := c.startAgents(names, fastAgentArgs...)
 	agent := agents[0]
-	oldNode := c.WaitReady(deleted, fastSlack)
-	oldLease := c.WaitOwnedLease(deleted, oldNode.UID, fastRenew+fastSlack)
-	otherNode := c.WaitReady(other, fastSlack)
-	otherLease := c.WaitOwnedLease(other, otherNode.UID, fastRenew+fastSlack)
+	oldNode, oldLease := c.WaitRegistered(deleted, fastSlack, fastRenew+fastSlack)
+	_, otherLease := c.WaitRegistered(other, fastSlack, fastRenew+fastSlack)
 	// RemovingNode follows only a registration the controller saw (as in
 	// kube-controller-manager, nodes are classified on monitor passes), so
 	// wait for it before deleting.
@@ -104,8 +102,7 @@ func TestNodeRecreatedWithSameName(t *testing.T) {
 	names := nodeenv.Names("recreate", 1)
 	name := names[0]
 	agent := c.startAgents(names, fastAgentArgs...)[0]
-	oldNode := c.WaitReady(name, fastSlack)
-	oldLease := c.WaitOwnedLease(name, oldNode.UID, fastRenew+fastSlack)
+	oldNode, oldLease := c.WaitRegistered(name, fastSlack, fastRenew+fastSlack)
 
 	mark := agent.Mark()
 	c.kubectl.run("delete", "node", name)

@@ -29,8 +29,7 @@ func TestNodeFailureFastTimings(t *testing.T) {
 	agents := c.startAgents(names, fastAgentArgs...)
 	nodes := map[string]*corev1.Node{}
 	for _, n := range names {
-		nodes[n] = c.WaitReady(n, fastSlack)
-		c.WaitOwnedLease(n, nodes[n].UID, fastRenew+fastSlack)
+		nodes[n], _ = c.WaitRegistered(n, fastSlack, fastRenew+fastSlack)
 	}
 	c.waitKubectlNodeStatus(map[string]string{frozen: "Ready", killed: "Ready", healthy: "Ready"}, fastSlack)
 
@@ -93,8 +92,7 @@ func TestNodeFailureDefaultTimings(t *testing.T) {
 	agents := c.startAgents(names)
 	var frozenNode *corev1.Node
 	for _, n := range names {
-		node := c.WaitReady(n, fastSlack)
-		lease := c.WaitOwnedLease(n, node.UID, renew+fastSlack)
+		node, lease := c.WaitRegistered(n, fastSlack, renew+fastSlack)
 		if d := lease.Spec.LeaseDurationSeconds; d == nil || *d != 40 {
 			t.Errorf("lease %s leaseDurationSeconds = %v, want the default 40", n, d)
 		}

@@ -31,8 +31,7 @@ func TestNodeHeartbeatLeases(t *testing.T) {
 
 	uids := map[string]string{}
 	for _, n := range names {
-		node := c.WaitReady(n, fastSlack)
-		c.WaitOwnedLease(n, node.UID, fastRenew+fastSlack)
+		node, _ := c.WaitRegistered(n, fastSlack, fastRenew+fastSlack)
 		uids[n] = string(node.UID)
 	}
 

@@ -128,3 +128,12 @@ func notFound(err error) error {
 	}
 	return errors.Join(errors.New("want NotFound"), err)
 }
+
+// WaitRegistered waits for what a starting agent does first: its Node
+// Ready (within ready), then its Lease owned by that Node (within lease
+// more), and returns both.
+func (e *Env) WaitRegistered(name string, ready, lease time.Duration) (*corev1.Node, *coordinationv1.Lease) {
+	e.t.Helper()
+	node := e.WaitReady(name, ready)
+	return node, e.WaitOwnedLease(name, node.UID, lease)
+}
