@@ -2,14 +2,9 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,6 +24,7 @@ const etcdStartTimeout = 30 * time.Second
 // and nothing answers), or kill it with -9 and start it again on the same
 // data directory and ports.
 type etcdProc struct {
+	*testdeps.Process
 	// Name is the member's --name.
 	Name string
 	// Endpoint is the client URL, http://127.0.0.1:PORT.
@@ -36,15 +32,14 @@ type etcdProc struct {
 	// peer is the peer URL: what tells this member from any other process
 	// that may answer on Endpoint (see testdeps.EtcdMemberServes).
 	peer string
+}
 
-	t    *testing.T
-	bin  string
-	args []string
-	logs *syncBuffer
-
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{} // closed when cmd has exited
+// startEtcdMember runs bin (etcd) as member name on client and peer with
+// args; it is stopped when the test ends (continued first if stopped).
+func startEtcdMember(t *testing.T, bin, name, client, peer string, args ...string) *etcdProc {
+	t.Helper()
+	p := testdeps.StartProcess(t, "etcd "+name, testdeps.ProcessOptions{}, append([]string{bin}, args...)...)
+	return &etcdProc{Process: p, Name: name, Endpoint: client, peer: peer}
 }
 
 // etcdCluster is a set of etcd members started together.
@@ -75,11 +70,11 @@ func startEtcdCluster(t *testing.T, n int) *etcdCluster {
 			return c
 		}
 		if attempt == etcdStartAttempts {
-			t.Fatalf("etcd %s exited at start %d times; log:\n%s", exited.Name, attempt, exited.logs.String())
+			t.Fatalf("etcd %s exited at start %d times; log:\n%s", exited.Name, attempt, exited.Output())
 		}
-		t.Logf("etcd %s exited at start (a port taken meanwhile?); starting the cluster again on new ports; its log:\n%s", exited.Name, exited.logs.String())
+		t.Logf("etcd %s exited at start (a port taken meanwhile?); starting the cluster again on new ports; its log:\n%s", exited.Name, exited.Output())
 		for _, m := range c.Members {
-			m.stop()
+			m.Kill()
 		}
 	}
 }
@@ -103,123 +98,54 @@ func tryStartEtcdCluster(t *testing.T, bin string, n int) (*etcdCluster, *etcdPr
 	for i := range n {
 		name := fmt.Sprintf("m%d", i)
 		client := fmt.Sprintf("http://127.0.0.1:%d", testdeps.FreePort(t))
-		m := &etcdProc{Name: name, Endpoint: client, peer: peers[i], t: t, bin: bin, logs: &syncBuffer{}, args: []string{
+		m := startEtcdMember(t, bin, name, client, peers[i],
 			"--name", name, "--data-dir", filepath.Join(dir, name),
 			"--listen-client-urls", client, "--advertise-client-urls", client,
 			"--listen-peer-urls", peers[i], "--initial-advertise-peer-urls", peers[i],
 			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
-			"--initial-cluster-token", "e2e", "--log-level", "error",
-		}}
-		m.start()
-		t.Cleanup(func() {
-			m.stop()
-			if t.Failed() {
-				t.Logf("etcd %s log:\n%s", name, m.logs.String())
-			}
-		})
+			"--initial-cluster-token", "e2e", "--log-level", "error")
 		c.Members = append(c.Members, m)
 	}
 	for _, m := range c.Members {
-		if !m.waitHealthy() {
+		if !m.waitHealthy(t) {
 			return c, m
 		}
 	}
 	// A member that failed to bind may have exited only after another
 	// process answered /health on its port: look once more.
 	for _, m := range c.Members {
-		if m.hasExited() {
+		if !m.Running() {
 			return c, m
 		}
 	}
 	return c, nil
 }
 
-// hasExited reports whether the member's current process has exited.
-func (p *etcdProc) hasExited() bool {
-	p.mu.Lock()
-	exited := p.exited
-	p.mu.Unlock()
-	select {
-	case <-exited:
-		return true
-	default:
-		return false
-	}
-}
-
-// start runs the member's process with its arguments (a restart keeps the
-// data directory, so the member rejoins with what it had).
-func (p *etcdProc) start() {
-	p.t.Helper()
-	cmd := exec.Command(p.bin, p.args...)
-	cmd.Stdout, cmd.Stderr = etcdLog{p.logs}, etcdLog{p.logs}
-	if err := cmd.Start(); err != nil {
-		p.t.Fatalf("starting etcd %s: %v", p.Name, err)
-	}
-	exited := make(chan struct{})
-	// Owned by the process: it ends when etcd exits (Kill and the cleanup
-	// kill it and wait for this).
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	p.mu.Lock()
-	p.cmd, p.exited = cmd, exited
-	p.mu.Unlock()
-}
-
-// stop kills the process (continued first if it was stopped) and waits
-// for it; it is a no-op once the process has exited.
-func (p *etcdProc) stop() {
-	p.mu.Lock()
-	cmd, exited := p.cmd, p.exited
-	p.mu.Unlock()
-	_ = cmd.Process.Signal(syscall.SIGCONT)
-	_ = cmd.Process.Kill()
-	<-exited
-}
-
-// Kill is kill -9 of the member; Restart starts it again on the same data
+// Restart starts the member again (after Kill: kill -9) on the same data
 // directory and ports and waits until it answers /health.
-func (p *etcdProc) Kill() { p.stop() }
-
-func (p *etcdProc) Restart() {
-	p.t.Helper()
-	p.start()
-	if !p.waitHealthy() {
-		p.t.Fatalf("etcd %s exited on restart; log:\n%s", p.Name, p.logs.String())
+func (p *etcdProc) Restart(t *testing.T) {
+	t.Helper()
+	p.Process.Restart()
+	if !p.waitHealthy(t) {
+		t.Fatalf("etcd %s exited on restart; log:\n%s", p.Name, p.Output())
 	}
 }
 
 // waitHealthy waits until the member answers /health as itself, and
 // reports false if its process exited first (its port was taken).
-func (p *etcdProc) waitHealthy() bool {
-	p.t.Helper()
+func (p *etcdProc) waitHealthy(t *testing.T) bool {
+	t.Helper()
 	gone := false
 	if _, err := waitFor(etcdStartTimeout, func() (bool, error) {
-		if p.hasExited() {
+		if !p.Running() {
 			gone = true
 			return true, nil
 		}
 		return testdeps.EtcdMemberServes(p.Endpoint, p.peer), nil
 	}); err != nil {
-		p.t.Fatalf("etcd %s did not become healthy within %v: %v; log:\n%s", p.Name, etcdStartTimeout, err, p.logs.String())
+		t.Fatalf("etcd %s did not become healthy within %v: %v; log:\n%s", p.Name, etcdStartTimeout, err, p.Output())
 	}
 	return !gone
-}
-
-// Pause freezes etcd (SIGSTOP); Resume lets it run again (SIGCONT).
-func (p *etcdProc) Pause()  { p.signal(syscall.SIGSTOP) }
-func (p *etcdProc) Resume() { p.signal(syscall.SIGCONT) }
-
-func (p *etcdProc) signal(sig os.Signal) {
-	p.t.Helper()
-	p.mu.Lock()
-	cmd := p.cmd
-	p.mu.Unlock()
-	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		p.t.Fatalf("signal %v to etcd %s (pid %d): %v", sig, p.Name, cmd.Process.Pid, err)
-	}
 }
 
 // Endpoints is the members' client URLs, comma-separated, for
@@ -275,13 +201,4 @@ func memberStatus(endpoint string) (id, leader uint64, err error) {
 		return 0, 0, fmt.Errorf("status of %s: %w", endpoint, err)
 	}
 	return st.Header.MemberId, st.Leader, nil
-}
-
-// etcdLog collects etcd's output into a syncBuffer.
-type etcdLog struct{ b *syncBuffer }
-
-func (w etcdLog) Write(p []byte) (int, error) {
-	w.b.mu.Lock()
-	defer w.b.mu.Unlock()
-	return w.b.buf.Write(p)
 }

@@ -189,7 +189,7 @@ func TestHAControlPlaneBehindHAProxy(t *testing.T) {
 	t.Logf("kill -9 etcd leader %s: %s leads; writes through the balancer paused at most %v; failed writes meanwhile: %v",
 		etcdLeader.Name, newLeader.Name, w.longestGap(etcdKilledAt, time.Now()).Round(time.Millisecond), w.failuresSince(etcdKilledAt))
 	c.lb.WaitStates(c.states("UP"), haproxyFollow)
-	etcdLeader.Restart()
+	etcdLeader.Restart(t)
 
 	restoredAt := c.loseQuorum(w, agents, nodes)
 
@@ -315,7 +315,7 @@ func (c *haCluster) loseQuorum(w *ackWriter, agents []*agentProc, nodes []string
 	}
 
 	for _, m := range lost {
-		m.Restart()
+		m.Restart(t)
 	}
 	restoredAt, restoredUp := time.Now(), electUptime(t)
 	t.Logf("quorum back after %v", restoredAt.Sub(lostAt).Round(time.Millisecond))

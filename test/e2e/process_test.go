@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"bytes"
-	"sync"
 	"testing"
 	"time"
 
@@ -47,23 +45,4 @@ func startServerVia(t testing.TB, launcher []string, dataDir string, extraArgs .
 func launchServer(t testing.TB, timeout time.Duration, launcher []string, dataDir string, extraArgs ...string) (*serverProc, error) {
 	t.Helper()
 	return testdeps.LaunchServer(t, leaseholdBinary, testdeps.ServeOptions{DataDir: dataDir, Launcher: launcher, StartTimeout: timeout}, extraArgs...)
-}
-
-// syncBuffer collects log lines written by one goroutine and read by others.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) writeLine(line []byte) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.Write(line)
-	b.buf.WriteByte('\n')
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
