@@ -29,12 +29,12 @@ func TestEtcdMemberThatCannotBindIsNotHealthy(t *testing.T) {
 
 	client := "http://" + ln.Addr().String()
 	peer := fmt.Sprintf("http://127.0.0.1:%d", testdeps.FreePort(t))
-	m := startEtcdMember(t, bin, "m0", client, peer,
+	m := testdeps.StartEtcdMember(t, bin, "m0", client, peer,
 		"--name", "m0", "--data-dir", filepath.Join(t.TempDir(), "m0"),
 		"--listen-client-urls", client, "--advertise-client-urls", client,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
 		"--initial-cluster", "m0="+peer, "--log-level", "error")
-	if m.waitHealthy(t) {
+	if m.WaitHealthy(t) {
 		t.Fatalf("a member that could not bind its port counted as healthy; log:\n%s", m.Output())
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/leasehold/leasehold/internal/testdeps"
 	"github.com/leasehold/leasehold/internal/testdeps/nodeenv"
 )
 
@@ -27,7 +28,7 @@ import (
 // balancer's address only.
 type haCluster struct {
 	t      *testing.T
-	etcd   *etcdCluster
+	etcd   *testdeps.EtcdCluster
 	pkiDir string
 	prefix string
 	// replicas in start order; a restarted replica keeps its entry.
@@ -69,7 +70,7 @@ func haServerArgs() []string {
 func newHACluster(t *testing.T, replicas int) *haCluster {
 	t.Helper()
 	c := &haCluster{t: t, prefix: "/" + strings.ToLower(t.Name()) + "/registry"}
-	c.etcd = startEtcdCluster(t, 3)
+	c.etcd = testdeps.StartEtcdCluster(t, 3)
 	c.pkiDir = filepath.Join(t.TempDir(), "pki")
 	if out, err := exec.Command(leaseholdBinary, "credentials", "init", "--dir", c.pkiDir).CombinedOutput(); err != nil {
 		t.Fatalf("credentials init: %v\n%s", err, out)

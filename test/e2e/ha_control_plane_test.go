@@ -181,10 +181,10 @@ func TestHAControlPlaneBehindHAProxy(t *testing.T) {
 	}
 
 	// kill -9 the etcd leader: the others elect a new one and writes go on.
-	etcdLeader := c.etcd.Leader(t, 10*time.Second)
+	etcdLeader := raftLeader(t, c.etcd, 10*time.Second)
 	etcdKilledAt := time.Now()
 	etcdLeader.Kill()
-	newLeader := c.etcd.Leader(t, 15*time.Second)
+	newLeader := raftLeader(t, c.etcd, 15*time.Second)
 	w.waitAcks(t, 10, 20*time.Second)
 	t.Logf("kill -9 etcd leader %s: %s leads; writes through the balancer paused at most %v; failed writes meanwhile: %v",
 		etcdLeader.Name, newLeader.Name, w.longestGap(etcdKilledAt, time.Now()).Round(time.Millisecond), w.failuresSince(etcdKilledAt))
@@ -243,9 +243,9 @@ func (c *haCluster) loseQuorum(w *ackWriter, agents []*agentProc, nodes []string
 	for _, r := range c.replicas {
 		raws[r.name] = newRawAdmin(t, r.proc.Kubeconfig)
 	}
-	keep := c.etcd.Leader(t, 10*time.Second) // the survivor; the other two go
+	keep := raftLeader(t, c.etcd, 10*time.Second) // the survivor; the other two go
 	lostAt := time.Now()
-	var lost []*etcdProc
+	var lost []*testdeps.EtcdMember
 	for _, m := range c.etcd.Members {
 		if m != keep {
 			m.Kill()

@@ -1,7 +1,6 @@
 package leasecopy
 
 import (
-	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -48,37 +47,10 @@ func startServeIn(t *testing.T, dataDir string, extra ...string) *server {
 }
 
 // startEtcd starts a one-member Debian etcd on free ports and returns its
-// client URL once it answers as itself. Another process can take a free
-// port before etcd binds it; etcd then exits and is started again on new
-// ports, up to three times.
+// client URL once it answers as itself.
 func startEtcd(t *testing.T) string {
 	t.Helper()
-	bin := testdeps.Debian(t, "etcd-server", "etcd")
-	for attempt := 1; ; attempt++ {
-		client := fmt.Sprintf("http://127.0.0.1:%d", testdeps.FreePort(t))
-		peer := fmt.Sprintf("http://127.0.0.1:%d", testdeps.FreePort(t))
-		p := startProc(t, "etcd", bin, "--name", "m0", "--data-dir", filepath.Join(t.TempDir(), "etcd"),
-			"--listen-client-urls", client, "--advertise-client-urls", client,
-			"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-			"--initial-cluster", "m0="+peer, "--initial-cluster-state", "new", "--log-level", "error")
-		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) {
-			select {
-			case <-p.Exited():
-				deadline = time.Time{}
-				continue
-			default:
-			}
-			if testdeps.EtcdMemberServes(client, peer) {
-				return client
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		p.Kill()
-		if attempt == 3 {
-			t.Fatalf("etcd did not serve on free ports in %d attempts; last output:\n%s", attempt, p.Output())
-		}
-	}
+	return testdeps.StartEtcdCluster(t, 1).Members[0].Endpoint
 }
 
 // serverURL is the API address in s's admin kubeconfig.
