@@ -47,8 +47,7 @@ func (r *renewLog) counts() (ok, failed int, shortest time.Duration) {
 // deleted under the agent, after which renewals succeed again.
 func TestE2EOnRenewObservesEveryRenewal(t *testing.T) {
 	e := newE2EEnv(t)
-	node := e2eNodeName("onrenew")
-	e.cleanupNode(t, node)
+	node := e.newNode("onrenew")
 	cfg := e2eConfig(node)
 	cfg.LeaseDurationSeconds = 1 // a renewal every 250 ms
 	rl := &renewLog{}
@@ -67,7 +66,7 @@ func TestE2EOnRenewObservesEveryRenewal(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	if err := e.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Delete(ctx, node, metav1.DeleteOptions{}); err != nil {
+	if err := e.Client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Delete(ctx, node, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// The next PUT carries the deleted lease's uid and resourceVersion: it

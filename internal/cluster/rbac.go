@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync/atomic"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/labels"
 	rbacinformers "k8s.io/client-go/informers/rbac/v1"
@@ -23,8 +23,7 @@ import (
 type rbacSource struct {
 	informers rbacinformers.Interface
 	log       *slog.Logger
-	current   atomic.Pointer[rbac.Policy]
-	dirty     chan struct{} // a change awaits a rebuild (capacity 1)
+	builder   *rbac.Builder
 	built     chan struct{} // closed once a Policy was built from synced informers
 	synced    []cache.InformerSynced
 }
@@ -32,12 +31,11 @@ type rbacSource struct {
 var _ rbac.Source = (*rbacSource)(nil)
 
 func newRBACSource(inf rbacinformers.Interface, log *slog.Logger) (*rbacSource, error) {
-	s := &rbacSource{informers: inf, log: log, dirty: make(chan struct{}, 1), built: make(chan struct{})}
-	s.current.Store(rbac.NewPolicy(rbac.Objects{}))
+	s := &rbacSource{informers: inf, log: log, builder: rbac.NewBuilder(), built: make(chan struct{})}
 	handler := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { s.changed() },
-		UpdateFunc: func(any, any) { s.changed() },
-		DeleteFunc: func(any) { s.changed() },
+		AddFunc:    func(any) { s.builder.Changed() },
+		UpdateFunc: func(any, any) { s.builder.Changed() },
+		DeleteFunc: func(any) { s.builder.Changed() },
 	}
 	for _, i := range []cache.SharedIndexInformer{
 		inf.ClusterRoles().Informer(), inf.ClusterRoleBindings().Informer(),
@@ -52,14 +50,7 @@ func newRBACSource(inf rbacinformers.Interface, log *slog.Logger) (*rbacSource, 
 }
 
 // Policy implements rbac.Source.
-func (s *rbacSource) Policy() *rbac.Policy { return s.current.Load() }
-
-func (s *rbacSource) changed() {
-	select {
-	case s.dirty <- struct{}{}:
-	default: // a rebuild is already due; it will see this change too
-	}
-}
+func (s *rbacSource) Policy() *rbac.Policy { return s.builder.Policy() }
 
 // run rebuilds the Policy after changes until ctx ends. The informers must
 // have been started.
@@ -67,19 +58,14 @@ func (s *rbacSource) run(ctx context.Context) {
 	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
 		return
 	}
-	s.rebuild()
-	close(s.built)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.dirty:
-			s.rebuild()
-		}
-	}
+	var once sync.Once
+	// Build at once from the synced stores; changes since are in them.
+	s.builder.Changed()
+	s.builder.Run(ctx, s.list, func() { once.Do(func() { close(s.built) }) })
 }
 
-func (s *rbacSource) rebuild() {
+// list reads the four kinds from the informers' stores.
+func (s *rbacSource) list() (rbac.Objects, bool) {
 	var o rbac.Objects
 	everything := labels.Everything()
 	var errs [4]error
@@ -91,7 +77,7 @@ func (s *rbacSource) rebuild() {
 		// A lister over an informer's store does not fail; keep the last
 		// policy rather than judge with a partial one.
 		s.log.Error("listing the cluster's RBAC objects", "err", err)
-		return
+		return rbac.Objects{}, false
 	}
-	s.current.Store(rbac.NewPolicy(o))
+	return o, true
 }

@@ -1,14 +1,21 @@
-// Package testdeps installs, on a fresh machine, the Debian packages that
-// tests drive as real processes (etcd, haproxy, Chromium, the Python
-// Kubernetes client), because the README's one test command must pass on a
-// clone with nothing but the Go toolchain, Node and kubectl installed.
+// Package testdeps is what the suites that drive real processes share.
+// It installs, on a fresh machine, the Debian packages they run (etcd,
+// haproxy, Chromium, the Python Kubernetes client), because the README's
+// one test command must pass on a clone with nothing but the Go toolchain,
+// Node and kubectl installed; it builds the leasehold binary
+// (MainWithBinary); and it runs processes for a test (Process, Server for
+// `leasehold serve`, EtcdCluster), keeps their output (Lines) and finds
+// free ports (FreePort), so that every suite starts, watches and stops
+// them one way.
 //
-// Invariants: apt-get runs at most once per package per machine at a time
-// (go test runs packages in parallel, and dpkg allows one writer, so every
-// install holds an exclusive flock on a file in the temp directory); a
-// package that cannot be installed is reported loudly on the test's log and
-// in a line on stderr that survives `go test`'s output filtering, and the
-// test is skipped with that reason rather than failing on a missing binary.
+// Invariants: every process a test starts here is stopped by its PID when
+// the test ends, and every wait is bounded. apt-get runs at most once per
+// package per machine at a time (go test runs packages in parallel, and
+// dpkg allows one writer, so every install holds an exclusive flock on a
+// file in the temp directory); a package that cannot be installed is
+// reported loudly on the test's log and in a line on stderr that survives
+// `go test`'s output filtering, and the test is skipped with that reason
+// rather than failing on a missing binary.
 package testdeps
 
 import (

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/testdeps"
 )
 
 // npmTimeout bounds `npm ci`: client-node and the pinned Node.js binary
@@ -64,7 +66,7 @@ func needNode(t *testing.T) (dir, node string) {
 // small watch cache, so that an old resourceVersion is soon 410 Gone).
 func TestJavaScript(t *testing.T) {
 	dir, node := needNode(t)
-	srv := startServer(t, "--watch-cache-window", "20")
+	srv := testdeps.StartServer(t, leaseholdBinary, "--watch-cache-window", "20")
 	runChecks(t, 2*time.Minute, dir, []string{"KUBECONFIG=" + srv.Kubeconfig},
 		[]string{"lease_crud", "patches", "watch_gone", "informer_renewals", "nodes", "events"}, node, "checks.mjs")
 }
@@ -73,7 +75,7 @@ func TestJavaScript(t *testing.T) {
 // Lease API, fails over when the leader is killed.
 func TestJavaScriptLeaderElection(t *testing.T) {
 	dir, node := needNode(t)
-	srv := startServer(t)
+	srv := testdeps.StartServer(t, leaseholdBinary)
 	testFailover(t, time.Minute, func(id string) *exec.Cmd {
 		cmd := exec.Command(node, "elector.mjs", "js-leader", id)
 		cmd.Dir, cmd.Env = dir, append(os.Environ(), "KUBECONFIG="+srv.Kubeconfig)

@@ -38,7 +38,7 @@ func needPython(t *testing.T) string {
 // resourceVersion is soon 410 Gone).
 func TestPython(t *testing.T) {
 	dir := needPython(t)
-	srv := startServer(t, "--watch-cache-window", "20")
+	srv := testdeps.StartServer(t, leaseholdBinary, "--watch-cache-window", "20")
 	cert, key := untrustedClientCert(t)
 	env := []string{"KUBECONFIG=" + srv.Kubeconfig, "UNTRUSTED_CERT=" + cert, "UNTRUSTED_KEY=" + key, "PYTHONDONTWRITEBYTECODE=1"}
 	runChecks(t, 2*time.Minute, dir, env, []string{"discovery", "lease_crud", "patches", "watch", "watch_gone",
@@ -50,7 +50,7 @@ func TestPython(t *testing.T) {
 // over when the leader is killed.
 func TestPythonLeaderElection(t *testing.T) {
 	dir := needPython(t)
-	srv := startServer(t)
+	srv := testdeps.StartServer(t, leaseholdBinary)
 	for _, lock := range []string{"configmap", "lease"} {
 		t.Run(lock, func(t *testing.T) {
 			testFailover(t, time.Minute, func(id string) *exec.Cmd {

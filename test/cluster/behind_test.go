@@ -112,7 +112,7 @@ func TestLeaseholdBehindACluster(t *testing.T) {
 	t.Run("a node touches only its own lease", func(t *testing.T) { nodeConfinement(t, b) })
 
 	t.Run("a paused node goes Unknown and comes back", func(t *testing.T) {
-		agents["node-b"].signal(syscall.SIGSTOP)
+		agents["node-b"].Signal(syscall.SIGSTOP)
 		testdeps.Eventually(t, 90*time.Second, 200*time.Millisecond, "node-b Unknown", func() error { return nodeReady(ctx, b.viaCluster, "node-b", corev1.ConditionUnknown) })
 		testdeps.Eventually(t, 30*time.Second, 200*time.Millisecond, "node-b tainted unreachable", func() error {
 			n, err := b.viaCluster.CoreV1().Nodes().Get(ctx, "node-b", metav1.GetOptions{})
@@ -124,7 +124,7 @@ func TestLeaseholdBehindACluster(t *testing.T) {
 			}
 			return nil
 		})
-		agents["node-b"].signal(syscall.SIGCONT)
+		agents["node-b"].Signal(syscall.SIGCONT)
 		testdeps.Eventually(t, 60*time.Second, 200*time.Millisecond, "node-b Ready again", func() error { return nodeReady(ctx, b.viaCluster, "node-b", corev1.ConditionTrue) })
 	})
 
@@ -144,12 +144,12 @@ func TestLeaseholdBehindACluster(t *testing.T) {
 			return fmt.Errorf("lease still there (err %v)", err)
 		})
 		testdeps.Eventually(t, 30*time.Second, 200*time.Millisecond, "the agent sees its Node gone", func() error {
-			if !strings.Contains(agents["node-a"].logText(), "restart the agent to register it again") {
-				return fmt.Errorf("agent log:\n%s", agents["node-a"].tail(5))
+			if !strings.Contains(agents["node-a"].Output(), "restart the agent to register it again") {
+				return fmt.Errorf("agent log:\n%s", agents["node-a"].Tail(5))
 			}
 			return nil
 		})
-		agents["node-a"].restart()
+		agents["node-a"].Restart()
 		testdeps.Eventually(t, 60*time.Second, 200*time.Millisecond, "node-a registered again with a new lease", func() error {
 			n, err := b.viaCluster.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})
 			if err != nil {
@@ -201,7 +201,7 @@ func TestLeaseholdBehindACluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b.serve.kill9()
+		b.serve.Kill()
 		testdeps.Eventually(t, 30*time.Second, 200*time.Millisecond, "leases answer 503 through kube-apiserver", func() error {
 			_, err := b.viaCluster.CoordinationV1().Leases("default").Get(ctx, "acked", metav1.GetOptions{})
 			if apierrors.IsServiceUnavailable(err) {
@@ -209,7 +209,7 @@ func TestLeaseholdBehindACluster(t *testing.T) {
 			}
 			return fmt.Errorf("got %v", err)
 		})
-		b.serve.start()
+		b.serve.Restart()
 		b.waitServing()
 		testdeps.Eventually(t, 60*time.Second, 200*time.Millisecond, "leases served again", func() error {
 			got, err := b.viaCluster.CoordinationV1().Leases("default").Get(ctx, "acked", metav1.GetOptions{})

@@ -58,7 +58,7 @@ func startBehindWith(t *testing.T, opts kubecluster.Options) *behind {
 // audited.
 func startLeaseholdFor(t testing.TB, kc *kubecluster.Cluster, audited bool) *behind {
 	t.Helper()
-	b := &behind{t: t, kc: kc, port: freePort(t), dataDir: filepath.Join(t.TempDir(), "data"), audit: filepath.Join(t.TempDir(), "audit.log")}
+	b := &behind{t: t, kc: kc, port: testdeps.FreePort(t), dataDir: filepath.Join(t.TempDir(), "data"), audit: filepath.Join(t.TempDir(), "audit.log")}
 	grantDelegation(t, kc)
 	kubeconfig := kc.UserKubeconfig(t, leaseholdUser, "system:serviceaccounts", "system:serviceaccounts:kube-system")
 	// The serving certificate Leasehold issues itself from the CA in its

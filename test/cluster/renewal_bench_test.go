@@ -48,7 +48,7 @@ func BenchmarkRenewalsThroughKubeAPIServer(b *testing.B) {
 				// No audit log: kube-apiserver writes none either.
 				lh = startLeaseholdFor(b, kc, false)
 				lh.route()
-				pids["leasehold"] = lh.serve.pid()
+				pids["leasehold"] = lh.serve.Pid()
 			}
 			// The first run creates the leases; the measured one renews them.
 			runRate(b, kc, 5*time.Second)
@@ -83,11 +83,8 @@ func runRate(b *testing.B, kc *kubecluster.Cluster, d time.Duration) bench.Resul
 		"--duration", d.String(), "--output", "json")
 	deadline := time.Now().Add(d + 2*time.Minute)
 	for {
-		p.mu.Lock()
-		done := p.done
-		p.mu.Unlock()
 		select {
-		case <-done:
+		case <-p.Exited():
 			return benchResult(b, p)
 		case <-time.After(time.Until(deadline)):
 			b.Fatalf("bench rate did not finish within %v", d+2*time.Minute)

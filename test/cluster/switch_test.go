@@ -60,7 +60,7 @@ func TestSwitchOnAndOffUnderLoad(t *testing.T) {
 		return nil
 	})
 	b.route()
-	on.stop()
+	_ = on.Stop()
 	back := startProc(t, "copy-back-to-etcd", "leases", "copy", "--from-kubeconfig", b.adminKubeconfig(), "--to-etcd-servers", kc.EtcdURL, "--follow")
 	time.Sleep(25 * time.Second)
 	if got := leaseState(t, b, "kube-system", "kube-controller-manager"); got.holder != kcmHolder {
@@ -74,10 +74,10 @@ func TestSwitchOnAndOffUnderLoad(t *testing.T) {
 	// Local again; then Leasehold follows the cluster for the watches
 	// still open on it.
 	kc.RouteLocal(t)
-	back.stop()
+	_ = back.Stop()
 	off := startProc(t, "copy-off", "leases", "copy", "--from-kubeconfig", kc.AdminKubeconfig, "--to-kubeconfig", b.adminKubeconfig(), "--follow")
 	time.Sleep(25 * time.Second)
-	off.stop()
+	_ = off.Stop()
 
 	res := stopLoad(t, benchOut)
 	watch.stop()
@@ -96,7 +96,7 @@ func TestSwitchOnAndOffUnderLoad(t *testing.T) {
 		// uid and resourceVersion are the other store's), after which it
 		// re-reads and renews, as a kubelet does.
 		failed := 0
-		for _, line := range strings.Split(a.logText(), "\n") {
+		for _, line := range strings.Split(a.Output(), "\n") {
 			switch {
 			case strings.Contains(line, "Failed to update lease"):
 				failed++
@@ -108,9 +108,9 @@ func TestSwitchOnAndOffUnderLoad(t *testing.T) {
 			}
 		}
 		if failed > 2 {
-			t.Errorf("agent %s: %d conflicts over two switches, want at most one each:\n%s", name, failed, a.tail(20))
+			t.Errorf("agent %s: %d conflicts over two switches, want at most one each:\n%s", name, failed, a.Tail(20))
 		}
-		if n := strings.Count(a.logText(), "Created node lease"); n != 1 {
+		if n := strings.Count(a.Output(), "Created node lease"); n != 1 {
 			t.Errorf("agent %s created its lease %d times: a switch lost it", name, n)
 		}
 	}
@@ -199,22 +199,22 @@ func startLoad(t *testing.T, kc *kubecluster.Cluster) *proc {
 
 func stopLoad(t testing.TB, p *proc) bench.Result {
 	t.Helper()
-	p.signal(syscall.SIGINT)
-	p.stop()
+	p.Signal(syscall.SIGINT)
+	_ = p.Stop()
 	return benchResult(t, p)
 }
 
 // benchResult reads the JSON result a finished bench printed last.
 func benchResult(t testing.TB, p *proc) bench.Result {
 	t.Helper()
-	text := p.logText()
+	text := p.Output()
 	i := strings.LastIndex(text, "\n{")
 	if i < 0 {
-		t.Fatalf("no JSON result from bench:\n%s", p.tail(20))
+		t.Fatalf("no JSON result from bench:\n%s", p.Tail(20))
 	}
 	var res bench.Result
 	if err := json.NewDecoder(strings.NewReader(text[i+1:])).Decode(&res); err != nil {
-		t.Fatalf("bench result: %v\n%s", err, p.tail(20))
+		t.Fatalf("bench result: %v\n%s", err, p.Tail(20))
 	}
 	return res
 }

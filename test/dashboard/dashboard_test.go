@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/leasehold/leasehold/internal/testdeps"
 )
 
 // TestDashboardInBrowser opens the page on a server with three agents and
@@ -17,11 +19,11 @@ func TestDashboardInBrowser(t *testing.T) {
 	ctx := browser(t, 1400, 1000)
 	srv := startServer(t)
 	// 4 s leases renewed every second: late after 1.5 s, expired after 4 s.
-	agents := map[string]*proc{}
+	agents := map[string]*testdeps.Process{}
 	for _, n := range []string{"node-a", "node-b", "node-c"} {
-		agents[n] = start(t, "agent "+n, "agent", "--node", n, "--kubeconfig", srv.kubeconfig, "--node-lease-duration-seconds", "4")
+		agents[n] = start(t, "agent "+n, "agent", "--node", n, "--kubeconfig", srv.Kubeconfig, "--node-lease-duration-seconds", "4")
 	}
-	_, url := startDashboard(t, srv.kubeconfig, "--refresh", "200ms")
+	_, url := startDashboard(t, srv.Kubeconfig, "--refresh", "200ms")
 	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
 		t.Fatalf("opening %s: %v", url, err)
 	}
@@ -49,8 +51,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	})
 
 	t.Run("leader change on the timeline with its fencing token", func(t *testing.T) {
-		elect := func(id string) *proc {
-			return start(t, "elect "+id, "elect", "--kubeconfig", srv.kubeconfig, "--lease", "default/orders-writer", "--identity", id,
+		elect := func(id string) *testdeps.Process {
+			return start(t, "elect "+id, "elect", "--kubeconfig", srv.Kubeconfig, "--lease", "default/orders-writer", "--identity", id,
 				"--lease-duration", "4s", "--renew-deadline", "3s", "--retry-period", "500ms", "--", "sleep", "600")
 		}
 		alpha := elect("alpha")
@@ -86,10 +88,9 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	t.Run("forbidden resources are shown as such", func(t *testing.T) {
 		kubeconfig := filepath.Join(t.TempDir(), "nobody.kubeconfig")
-		p := start(t, "credentials", "credentials", "user", "nobody", "--data-dir", srv.dataDir, "--out", kubeconfig, "--server", srv.address)
-		<-p.done
-		if p.err != nil {
-			t.Fatalf("credentials user nobody: %v\n%s", p.err, p.output())
+		p := start(t, "credentials", "credentials", "user", "nobody", "--data-dir", srv.DataDir, "--out", kubeconfig, "--server", srv.URL)
+		if code := p.Wait(startTimeout); code != 0 {
+			t.Fatalf("credentials user nobody exited %d:\n%s", code, p.Output())
 		}
 		_, url := startDashboard(t, kubeconfig, "--refresh", "200ms")
 		tab := newTab(t, ctx)

@@ -92,10 +92,10 @@ func TestDashboardFleet(t *testing.T) {
 	browserPID := chromedp.FromContext(ctx).Browser.Process().Pid
 	// The default grace: bench renews every 10 s, past the short one.
 	srv := startServer(t, "--node-monitor-grace-period", "50s")
-	start(t, "bench", "bench", "rate", "--kubeconfig", srv.kubeconfig, "--nodes", strconv.Itoa(n), "--register-nodes",
+	start(t, "bench", "bench", "rate", "--kubeconfig", srv.Kubeconfig, "--nodes", strconv.Itoa(n), "--register-nodes",
 		"--interval", "10s", "--duration", "60m", "--client", "lean")
-	dash, url := startDashboard(t, srv.kubeconfig)
-	dashPID := dash.cmd.Process.Pid
+	dash, url := startDashboard(t, srv.Kubeconfig)
+	dashPID := dash.Pid()
 
 	// Wait until the dashboard lists the whole fleet, reading its stream
 	// rather than a page: the tab measured below is the browser's only
@@ -105,7 +105,7 @@ func TestDashboardFleet(t *testing.T) {
 	c := waitListed(t, url, n, 30*time.Minute)
 	t.Logf("%d node leases listed on the dashboard %v after the server started: %+v", n, time.Since(began).Round(time.Second), c)
 
-	probe := newProbe(t, srv.kubeconfig)
+	probe := newProbe(t, srv.Kubeconfig)
 
 	// A fresh page on the full fleet.
 	tab := ctx

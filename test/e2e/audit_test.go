@@ -25,6 +25,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+
+	"github.com/leasehold/leasehold/internal/testdeps"
+	"github.com/leasehold/leasehold/internal/testdeps/nodeenv"
 )
 
 func TestAuditTrailOfNodeDeletion(t *testing.T) {
@@ -33,23 +36,21 @@ func TestAuditTrailOfNodeDeletion(t *testing.T) {
 	// The shipped default policy: node renewals left out, deletions of
 	// nodes and leases at RequestResponse, the rest at Metadata.
 	c := newNodeCluster(t, append([]string{"--audit-log-path", logPath}, fastServerArgs...)...)
-	names := nodeNames("audit", 2)
+	names := nodeenv.Names("audit", 2)
 	name, other := names[0], names[1]
 	agents := c.startAgents(names, fastAgentArgs...)
 	agent := agents[0]
-	node := c.waitReady(name, fastSlack)
-	lease := c.waitOwnedLease(name, node.UID, fastRenew+fastSlack)
-	c.waitReady(other, fastSlack)
+	node, lease := c.WaitRegistered(name, fastSlack, fastRenew+fastSlack)
+	c.WaitReady(other, fastSlack)
 	c.waitNodeEvent(name, "RegisteredNode", fmt.Sprintf("Node %s event: Registered Node %s in Controller", name, name), fastSlack)
 
-	mark := agent.LogMark()
+	mark := agent.Mark()
 	c.kubectl.run("delete", "node", name)
-	c.waitLeaseGone(name, fastSlack)
-	agent.WaitLog(mark, fastRenew+fastSlack, `msg="Failed to get node when trying to set owner ref to the node lease"`)
+	c.WaitLeaseGone(name, fastSlack)
+	agent.WaitLine(mark, fastRenew+fastSlack, `msg="Failed to get node when trying to set owner ref to the node lease"`)
 	agent.Stop()
 	agent.Restart()
-	newNode := c.waitReady(name, fastSlack)
-	c.waitOwnedLease(name, newNode.UID, fastRenew+fastSlack)
+	c.WaitRegistered(name, fastSlack, fastRenew+fastSlack)
 
 	// A denial and a failed authentication, each answered with an Audit-ID
 	// the log must hold.
@@ -173,7 +174,7 @@ func TestAuditTrailOfNodeDeletion(t *testing.T) {
 	lines := strings.Split(out, "\n")
 	at := func(from int, what string, parts ...string) int {
 		for i := from; i < len(lines); i++ {
-			if containsAll(lines[i], parts) {
+			if testdeps.ContainsAll(lines[i], parts...) {
 				return i
 			}
 		}

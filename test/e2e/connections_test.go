@@ -198,7 +198,7 @@ func runIdleFlood(t testing.TB, p idleFlood) idleFloodResult {
 	}
 	res.renewals = ok
 	if elapsed := time.Since(start); p.conns > limit {
-		lines := strings.Count(srv.Logs(), "refusing connections")
+		lines := strings.Count(srv.Output(), "refusing connections")
 		if maxLines := 2 + int(elapsed/(10*time.Second)); lines < 1 || lines > maxLines {
 			t.Errorf("%d 'refusing connections' log lines in %v, want 1 to %d", lines, elapsed, maxLines)
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -177,26 +176,4 @@ func waitFor(d time.Duration, cond func() (bool, error)) (time.Duration, error) 
 		time.Sleep(100 * time.Millisecond)
 	}
 	return time.Since(start), fmt.Errorf("not within %v (last: %v)", d, last)
-}
-
-// serverRunning reports whether p has not exited.
-func serverRunning(p *serverProc) bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-// freePort is a port free on 127.0.0.1 now, for a server that must keep
-// its address across restarts.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }

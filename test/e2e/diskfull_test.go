@@ -12,6 +12,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/leasehold/leasehold/internal/testdeps"
 )
 
 // Issue 27, must-have 3 with real processes: a full disk is an error, not
@@ -95,7 +97,7 @@ func TestDiskFullUnderWriteLoad(t *testing.T) {
 	for i := range 5 {
 		a, err := raw.createProbe(ctx, i+1)
 		if err != nil {
-			t.Fatalf("write on a full disk: %v (server running: %v)", err, serverRunning(p))
+			t.Fatalf("write on a full disk: %v (server running: %v)", err, p.Running())
 		}
 		if err := refusedWrite(a); err != nil {
 			t.Error(err)
@@ -131,8 +133,8 @@ func TestDiskFullUnderWriteLoad(t *testing.T) {
 	default:
 		t.Logf("/readyz?verbose: %s", strings.ReplaceAll(strings.TrimSpace(rz.body), "\n", " | "))
 	}
-	if !serverRunning(p) {
-		t.Fatalf("server exited on a full disk: %v", p.exitErr)
+	if !p.Running() {
+		t.Fatalf("server exited on a full disk: %v", p.ExitErr())
 	}
 
 	// Space returns: writes resume without a restart.
@@ -171,8 +173,8 @@ func TestDiskFullUnderWriteLoad(t *testing.T) {
 	}
 	t.Logf("%d writes acknowledged (%d before the fill), refusals by code %v; %d leases hold an acknowledged write, %d an unacknowledged one that landed",
 		load.acks(), before, load.refusals(), acked, landed)
-	if !serverRunning(p) {
-		t.Fatalf("server exited: %v", p.exitErr)
+	if !p.Running() {
+		t.Fatalf("server exited: %v", p.ExitErr())
 	}
 }
 
@@ -191,7 +193,7 @@ func TestDiskFullRestart(t *testing.T) {
 	// The same port on every start: serve rewrites admin.kubeconfig when
 	// its URL changes, which a full disk refuses (the server then exits
 	// naming it); with the URL unchanged it reaches the read-only store.
-	port := []string{"--secure-port", strconv.Itoa(freePort(t))}
+	port := []string{"--secure-port", strconv.Itoa(testdeps.FreePort(t))}
 	p := startServerIn(t, dataDir, port...)
 	c := newLeaseClients(t, p.Kubeconfig)
 	writers := newFaultWriters(diskFaultWriters, diskFaultLeases, seed)
@@ -212,12 +214,12 @@ func TestDiskFullRestart(t *testing.T) {
 	p2, err := launchServer(t, fullDiskStartBound, nil, dataDir, port...)
 	took := time.Since(start)
 	switch {
-	case err != nil && serverRunning(p2):
+	case err != nil && p2.Running():
 		t.Fatalf("start on a full disk (%.1f MiB filler) hangs: %v", float64(filled)/(1<<20), err)
 	case err != nil:
-		t.Logf("start on a full disk exited after %v with %v", took, p2.exitErr)
-		if logs := strings.ToLower(p2.Logs()); !strings.Contains(logs, "insufficient storage") && !strings.Contains(logs, "no space left") {
-			t.Errorf("server exited on a full disk without naming it; log:\n%s", p2.Logs())
+		t.Logf("start on a full disk exited after %v with %v", took, p2.ExitErr())
+		if logs := strings.ToLower(p2.Output()); !strings.Contains(logs, "insufficient storage") && !strings.Contains(logs, "no space left") {
+			t.Errorf("server exited on a full disk without naming it; log:\n%s", p2.Output())
 		}
 	default:
 		t.Logf("start on a full disk served after %v", took)

@@ -52,7 +52,7 @@ func TestDurabilityKill9(t *testing.T) {
 			}
 		}
 		fromRV = checkLists(ctx, t, c, writers)
-		if lines := errorLines(p.Logs()); len(lines) > 0 {
+		if lines := errorLines(p.Output()); len(lines) > 0 {
 			t.Errorf("restarted server logged errors:\n%s", strings.Join(lines, "\n"))
 		}
 		if t.Failed() || round == killRounds {

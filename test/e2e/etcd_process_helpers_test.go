@@ -2,14 +2,7 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,228 +12,15 @@ import (
 	"github.com/leasehold/leasehold/internal/testdeps"
 )
 
-// etcdStartTimeout bounds how long a member (or a cluster) may take to
-// answer /health; generous because the 2-core machine is shared.
-const etcdStartTimeout = 30 * time.Second
-
-// etcdProc is one etcd member run as a real process (Debian's
-// etcd-server), so that a test can stop it dead (SIGSTOP) under a serving
-// replica, the way a lost quorum looks to a client (connections stay open
-// and nothing answers), or kill it with -9 and start it again on the same
-// data directory and ports.
-type etcdProc struct {
-	// Name is the member's --name.
-	Name string
-	// Endpoint is the client URL, http://127.0.0.1:PORT.
-	Endpoint string
-	// peer is the peer URL: what tells this member from any other process
-	// that may answer on Endpoint (see testdeps.EtcdMemberServes).
-	peer string
-
-	t    *testing.T
-	bin  string
-	args []string
-	logs *syncBuffer
-
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{} // closed when cmd has exited
-}
-
-// etcdCluster is a set of etcd members started together.
-type etcdCluster struct {
-	Members []*etcdProc
-}
-
-// startEtcdProcess starts a single-member etcd on free ports in a
-// temporary directory and waits until it answers /health; it is killed
-// when the test ends, after being continued if it was stopped.
-func startEtcdProcess(t *testing.T) *etcdProc {
+// raftLeader is the member of c that is raft leader now, as the members
+// report it (every member it can reach must name the same one); it waits
+// up to within for an elected leader.
+func raftLeader(t *testing.T, c *testdeps.EtcdCluster, within time.Duration) *testdeps.EtcdMember {
 	t.Helper()
-	return startEtcdCluster(t, 1).Members[0]
-}
-
-// startEtcdCluster starts an n-member etcd cluster on free ports (all
-// members at once: each waits for the others to form the cluster) and
-// waits until every member answers /health. A free port can be taken by
-// another process between freePort and etcd's bind (tests run in
-// parallel); the member then exits, and the cluster is started again on
-// new ports, up to etcdStartAttempts times.
-func startEtcdCluster(t *testing.T, n int) *etcdCluster {
-	t.Helper()
-	bin := testdeps.Debian(t, "etcd-server", "etcd")
-	for attempt := 1; ; attempt++ {
-		c, exited := tryStartEtcdCluster(t, bin, n)
-		if exited == nil {
-			return c
-		}
-		if attempt == etcdStartAttempts {
-			t.Fatalf("etcd %s exited at start %d times; log:\n%s", exited.Name, attempt, exited.logs.String())
-		}
-		t.Logf("etcd %s exited at start (a port taken meanwhile?); starting the cluster again on new ports; its log:\n%s", exited.Name, exited.logs.String())
-		for _, m := range c.Members {
-			m.stop()
-		}
-	}
-}
-
-// etcdStartAttempts bounds startEtcdCluster's retries.
-const etcdStartAttempts = 3
-
-// tryStartEtcdCluster is one attempt of startEtcdCluster: the cluster, or
-// the first member whose process exited before it answered /health (the
-// others are left running for the caller to stop).
-func tryStartEtcdCluster(t *testing.T, bin string, n int) (*etcdCluster, *etcdProc) {
-	t.Helper()
-	dir := t.TempDir()
-	c := &etcdCluster{}
-	var initial []string
-	peers := make([]string, n)
-	for i := range n {
-		peers[i] = fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-		initial = append(initial, fmt.Sprintf("m%d=%s", i, peers[i]))
-	}
-	for i := range n {
-		name := fmt.Sprintf("m%d", i)
-		client := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-		m := &etcdProc{Name: name, Endpoint: client, peer: peers[i], t: t, bin: bin, logs: &syncBuffer{}, args: []string{
-			"--name", name, "--data-dir", filepath.Join(dir, name),
-			"--listen-client-urls", client, "--advertise-client-urls", client,
-			"--listen-peer-urls", peers[i], "--initial-advertise-peer-urls", peers[i],
-			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
-			"--initial-cluster-token", "e2e", "--log-level", "error",
-		}}
-		m.start()
-		t.Cleanup(func() {
-			m.stop()
-			if t.Failed() {
-				t.Logf("etcd %s log:\n%s", name, m.logs.String())
-			}
-		})
-		c.Members = append(c.Members, m)
-	}
-	for _, m := range c.Members {
-		if !m.waitHealthy() {
-			return c, m
-		}
-	}
-	// A member that failed to bind may have exited only after another
-	// process answered /health on its port: look once more.
-	for _, m := range c.Members {
-		if m.hasExited() {
-			return c, m
-		}
-	}
-	return c, nil
-}
-
-// hasExited reports whether the member's current process has exited.
-func (p *etcdProc) hasExited() bool {
-	p.mu.Lock()
-	exited := p.exited
-	p.mu.Unlock()
-	select {
-	case <-exited:
-		return true
-	default:
-		return false
-	}
-}
-
-// start runs the member's process with its arguments (a restart keeps the
-// data directory, so the member rejoins with what it had).
-func (p *etcdProc) start() {
-	p.t.Helper()
-	cmd := exec.Command(p.bin, p.args...)
-	cmd.Stdout, cmd.Stderr = etcdLog{p.logs}, etcdLog{p.logs}
-	if err := cmd.Start(); err != nil {
-		p.t.Fatalf("starting etcd %s: %v", p.Name, err)
-	}
-	exited := make(chan struct{})
-	// Owned by the process: it ends when etcd exits (Kill and the cleanup
-	// kill it and wait for this).
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	p.mu.Lock()
-	p.cmd, p.exited = cmd, exited
-	p.mu.Unlock()
-}
-
-// stop kills the process (continued first if it was stopped) and waits
-// for it; it is a no-op once the process has exited.
-func (p *etcdProc) stop() {
-	p.mu.Lock()
-	cmd, exited := p.cmd, p.exited
-	p.mu.Unlock()
-	_ = cmd.Process.Signal(syscall.SIGCONT)
-	_ = cmd.Process.Kill()
-	<-exited
-}
-
-// Kill is kill -9 of the member; Restart starts it again on the same data
-// directory and ports and waits until it answers /health.
-func (p *etcdProc) Kill() { p.stop() }
-
-func (p *etcdProc) Restart() {
-	p.t.Helper()
-	p.start()
-	if !p.waitHealthy() {
-		p.t.Fatalf("etcd %s exited on restart; log:\n%s", p.Name, p.logs.String())
-	}
-}
-
-// waitHealthy waits until the member answers /health as itself, and
-// reports false if its process exited first (its port was taken).
-func (p *etcdProc) waitHealthy() bool {
-	p.t.Helper()
-	gone := false
-	if _, err := waitFor(etcdStartTimeout, func() (bool, error) {
-		if p.hasExited() {
-			gone = true
-			return true, nil
-		}
-		return testdeps.EtcdMemberServes(p.Endpoint, p.peer), nil
-	}); err != nil {
-		p.t.Fatalf("etcd %s did not become healthy within %v: %v; log:\n%s", p.Name, etcdStartTimeout, err, p.logs.String())
-	}
-	return !gone
-}
-
-// Pause freezes etcd (SIGSTOP); Resume lets it run again (SIGCONT).
-func (p *etcdProc) Pause()  { p.signal(syscall.SIGSTOP) }
-func (p *etcdProc) Resume() { p.signal(syscall.SIGCONT) }
-
-func (p *etcdProc) signal(sig os.Signal) {
-	p.t.Helper()
-	p.mu.Lock()
-	cmd := p.cmd
-	p.mu.Unlock()
-	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		p.t.Fatalf("signal %v to etcd %s (pid %d): %v", sig, p.Name, cmd.Process.Pid, err)
-	}
-}
-
-// Endpoints is the members' client URLs, comma-separated, for
-// --etcd-servers.
-func (c *etcdCluster) Endpoints() string {
-	var eps []string
-	for _, m := range c.Members {
-		eps = append(eps, m.Endpoint)
-	}
-	return strings.Join(eps, ",")
-}
-
-// Leader is the member that is raft leader now, as the members report it
-// (every member it can reach must name the same one); it waits up to
-// within for an elected leader.
-func (c *etcdCluster) Leader(t *testing.T, within time.Duration) *etcdProc {
-	t.Helper()
-	var leader *etcdProc
+	var leader *testdeps.EtcdMember
 	if _, err := waitFor(within, func() (bool, error) {
 		leader = nil
-		ids := map[uint64]*etcdProc{}
+		ids := map[uint64]*testdeps.EtcdMember{}
 		var leaderID uint64
 		for _, m := range c.Members {
 			id, lead, err := memberStatus(m.Endpoint)
@@ -275,13 +55,4 @@ func memberStatus(endpoint string) (id, leader uint64, err error) {
 		return 0, 0, fmt.Errorf("status of %s: %w", endpoint, err)
 	}
 	return st.Header.MemberId, st.Leader, nil
-}
-
-// etcdLog collects etcd's output into a syncBuffer.
-type etcdLog struct{ b *syncBuffer }
-
-func (w etcdLog) Write(p []byte) (int, error) {
-	w.b.mu.Lock()
-	defer w.b.mu.Unlock()
-	return w.b.buf.Write(p)
 }

@@ -28,16 +28,13 @@ func TestEtcdMemberThatCannotBindIsNotHealthy(t *testing.T) {
 	t.Cleanup(func() { _ = impostor.Close() })
 
 	client := "http://" + ln.Addr().String()
-	peer := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-	m := &etcdProc{Name: "m0", Endpoint: client, peer: peer, t: t, bin: bin, logs: &syncBuffer{}, args: []string{
+	peer := fmt.Sprintf("http://127.0.0.1:%d", testdeps.FreePort(t))
+	m := testdeps.StartEtcdMember(t, bin, "m0", client, peer,
 		"--name", "m0", "--data-dir", filepath.Join(t.TempDir(), "m0"),
 		"--listen-client-urls", client, "--advertise-client-urls", client,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-		"--initial-cluster", "m0=" + peer, "--log-level", "error",
-	}}
-	m.start()
-	t.Cleanup(m.stop)
-	if m.waitHealthy() {
-		t.Fatalf("a member that could not bind its port counted as healthy; log:\n%s", m.logs.String())
+		"--initial-cluster", "m0="+peer, "--log-level", "error")
+	if m.WaitHealthy(t) {
+		t.Fatalf("a member that could not bind its port counted as healthy; log:\n%s", m.Output())
 	}
 }

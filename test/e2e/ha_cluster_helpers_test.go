@@ -17,6 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/leasehold/leasehold/internal/testdeps"
+	"github.com/leasehold/leasehold/internal/testdeps/nodeenv"
 )
 
 // haCluster is a control plane as an operator runs it on one machine: a
@@ -25,7 +28,7 @@ import (
 // balancer's address only.
 type haCluster struct {
 	t      *testing.T
-	etcd   *etcdCluster
+	etcd   *testdeps.EtcdCluster
 	pkiDir string
 	prefix string
 	// replicas in start order; a restarted replica keeps its entry.
@@ -67,7 +70,7 @@ func haServerArgs() []string {
 func newHACluster(t *testing.T, replicas int) *haCluster {
 	t.Helper()
 	c := &haCluster{t: t, prefix: "/" + strings.ToLower(t.Name()) + "/registry"}
-	c.etcd = startEtcdCluster(t, 3)
+	c.etcd = testdeps.StartEtcdCluster(t, 3)
 	c.pkiDir = filepath.Join(t.TempDir(), "pki")
 	if out, err := exec.Command(leaseholdBinary, "credentials", "init", "--dir", c.pkiDir).CombinedOutput(); err != nil {
 		t.Fatalf("credentials init: %v\n%s", err, out)
@@ -104,20 +107,11 @@ func newHACluster(t *testing.T, replicas int) *haCluster {
 	return c
 }
 
-// client is a client-go client of kubeconfig with its own connections.
+// client is a client-go client of kubeconfig with its own connections,
+// closed when the test ends (nodeenv).
 func (c *haCluster) client(kubeconfig string) kubernetes.Interface {
 	c.t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		c.t.Fatalf("kubeconfig %s: %v", kubeconfig, err)
-	}
-	cfg.QPS, cfg.Burst = -1, 0
-	cfg.Timeout = 10 * time.Second
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return cs
+	return nodeenv.New(c.t, kubeconfig, "leasehold-e2e-ha").Client
 }
 
 // startReplica starts a new replica on a fresh data dir and free port.
@@ -147,7 +141,7 @@ func (c *haCluster) run(r *haReplica, port string) {
 // port, so the balancer's configuration still names it.
 func (c *haCluster) restart(r *haReplica) {
 	c.t.Helper()
-	if serverRunning(r.proc) {
+	if r.proc.Running() {
 		c.t.Fatalf("%s restarted while running", r.name)
 	}
 	r.past = append(r.past, r.proc)
@@ -159,7 +153,7 @@ func (c *haCluster) restart(r *haReplica) {
 func (c *haCluster) live() []*replica {
 	var out []*replica
 	for _, r := range c.replicas {
-		if r.proc != nil && serverRunning(r.proc) {
+		if r.proc != nil && r.proc.Running() {
 			out = append(out, r.replica)
 		}
 	}

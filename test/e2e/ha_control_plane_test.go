@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/leasehold/leasehold/internal/testdeps"
+	"github.com/leasehold/leasehold/internal/testdeps/nodeenv"
 )
 
 // TestHAControlPlaneBehindHAProxy runs the control plane as an operator
@@ -52,7 +53,7 @@ func TestHAControlPlaneBehindHAProxy(t *testing.T) {
 	}
 
 	// Clients, through the balancer.
-	nodes := nodeNames("ha", 2)
+	nodes := nodeenv.Names("ha", 2)
 	var agents []*agentProc
 	for _, n := range nodes {
 		kubeconfig := filepath.Join(t.TempDir(), "node.kubeconfig")
@@ -180,15 +181,15 @@ func TestHAControlPlaneBehindHAProxy(t *testing.T) {
 	}
 
 	// kill -9 the etcd leader: the others elect a new one and writes go on.
-	etcdLeader := c.etcd.Leader(t, 10*time.Second)
+	etcdLeader := raftLeader(t, c.etcd, 10*time.Second)
 	etcdKilledAt := time.Now()
 	etcdLeader.Kill()
-	newLeader := c.etcd.Leader(t, 15*time.Second)
+	newLeader := raftLeader(t, c.etcd, 15*time.Second)
 	w.waitAcks(t, 10, 20*time.Second)
 	t.Logf("kill -9 etcd leader %s: %s leads; writes through the balancer paused at most %v; failed writes meanwhile: %v",
 		etcdLeader.Name, newLeader.Name, w.longestGap(etcdKilledAt, time.Now()).Round(time.Millisecond), w.failuresSince(etcdKilledAt))
 	c.lb.WaitStates(c.states("UP"), haproxyFollow)
-	etcdLeader.Restart()
+	etcdLeader.Restart(t)
 
 	restoredAt := c.loseQuorum(w, agents, nodes)
 
@@ -242,9 +243,9 @@ func (c *haCluster) loseQuorum(w *ackWriter, agents []*agentProc, nodes []string
 	for _, r := range c.replicas {
 		raws[r.name] = newRawAdmin(t, r.proc.Kubeconfig)
 	}
-	keep := c.etcd.Leader(t, 10*time.Second) // the survivor; the other two go
+	keep := raftLeader(t, c.etcd, 10*time.Second) // the survivor; the other two go
 	lostAt := time.Now()
-	var lost []*etcdProc
+	var lost []*testdeps.EtcdMember
 	for _, m := range c.etcd.Members {
 		if m != keep {
 			m.Kill()
@@ -314,7 +315,7 @@ func (c *haCluster) loseQuorum(w *ackWriter, agents []*agentProc, nodes []string
 	}
 
 	for _, m := range lost {
-		m.Restart()
+		m.Restart(t)
 	}
 	restoredAt, restoredUp := time.Now(), electUptime(t)
 	t.Logf("quorum back after %v", restoredAt.Sub(lostAt).Round(time.Millisecond))
@@ -344,7 +345,7 @@ func (c *haCluster) loseQuorum(w *ackWriter, agents []*agentProc, nodes []string
 		if err != nil {
 			t.Fatalf("node %s: %v", n, err)
 		}
-		ready := nodeCondition(node, corev1.NodeReady)
+		ready := nodeenv.ReadyCondition(node)
 		if ready == nil || ready.Status != corev1.ConditionTrue || !ready.LastTransitionTime.Time.Before(lostAt) {
 			t.Errorf("node %s after the store outage: Ready %+v, want True since before the outage", n, ready)
 		}
@@ -380,7 +381,7 @@ func checkClientsCarriedOn(t *testing.T, c *haCluster, agents []*agentProc, sinc
 		if !a.Running() {
 			t.Errorf("agent %s exited", a.Node)
 		}
-		logs := a.Logs()
+		logs := a.Output()
 		if strings.Contains(logs, `msg="Unable to update node status"`) {
 			t.Errorf("agent %s gave up a node status update", a.Node)
 		}
@@ -419,20 +420,11 @@ func waitNodeReady(t *testing.T, cs kubernetes.Interface, name string, within ti
 		if err != nil {
 			return err
 		}
-		if c := nodeCondition(n, corev1.NodeReady); c == nil || c.Status != corev1.ConditionTrue {
+		if c := nodeenv.ReadyCondition(n); c == nil || c.Status != corev1.ConditionTrue {
 			return fmt.Errorf("Ready is %+v", c)
 		}
 		return nil
 	})
-}
-
-func nodeCondition(n *corev1.Node, typ corev1.NodeConditionType) *corev1.NodeCondition {
-	for i := range n.Status.Conditions {
-		if n.Status.Conditions[i].Type == typ {
-			return &n.Status.Conditions[i]
-		}
-	}
-	return nil
 }
 
 // electStarts is the identities that started leading, in log order.

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"encoding/csv"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -26,11 +25,9 @@ type haproxyProc struct {
 	// Addr is the balancer's frontend, 127.0.0.1:PORT.
 	Addr string
 
-	t      *testing.T
-	cmd    *exec.Cmd
-	sock   string // the stats socket
-	logs   *syncBuffer
-	exited chan struct{}
+	t    *testing.T
+	proc *testdeps.Process
+	sock string // the stats socket
 }
 
 // Health-check timings: a replica is down after 2 failed checks 300 ms
@@ -94,8 +91,8 @@ func startHAProxy(t *testing.T, caFile string, backends map[string]string) *hapr
 	bin := testdeps.Debian(t, "haproxy", "haproxy")
 	dir := t.TempDir()
 	p := &haproxyProc{
-		Addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		t:    t, sock: filepath.Join(dir, "stats.sock"), logs: &syncBuffer{}, exited: make(chan struct{}),
+		Addr: fmt.Sprintf("127.0.0.1:%d", testdeps.FreePort(t)),
+		t:    t, sock: filepath.Join(dir, "stats.sock"),
 	}
 	cfg := filepath.Join(dir, "haproxy.cfg")
 	if err := os.WriteFile(cfg, []byte(haproxyConfig(p.Addr, p.sock, caFile, backends)), 0o600); err != nil {
@@ -104,36 +101,13 @@ func startHAProxy(t *testing.T, caFile string, backends map[string]string) *hapr
 	if out, err := exec.Command(bin, "-c", "-f", cfg).CombinedOutput(); err != nil {
 		t.Fatalf("haproxy -c: %v\n%s", err, out)
 	}
-	p.cmd = exec.Command(bin, "-db", "-f", cfg)
-	p.cmd.Stdout, p.cmd.Stderr = etcdLog{p.logs}, etcdLog{p.logs}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("starting haproxy: %v", err)
-	}
-	// Owned by the process: it ends when haproxy exits (the cleanup
-	// stops it and waits for this).
-	go func() {
-		_ = p.cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		if err := p.cmd.Process.Signal(os.Interrupt); err != nil && !errors.Is(err, os.ErrProcessDone) {
-			t.Errorf("stopping haproxy (pid %d): %v", p.cmd.Process.Pid, err)
-		}
-		select {
-		case <-p.exited:
-		case <-time.After(10 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-		}
-		if t.Failed() {
-			t.Logf("haproxy log:\n%s", p.logs.String())
-		}
-	})
+	// haproxy stops at once on SIGTERM (a hard stop in -db mode).
+	p.proc = testdeps.StartProcess(t, "haproxy", testdeps.ProcessOptions{StopTimeout: 10 * time.Second}, bin, "-db", "-f", cfg)
 	if _, err := waitFor(15*time.Second, func() (bool, error) {
 		_, err := p.States()
 		return err == nil, err
 	}); err != nil {
-		t.Fatalf("haproxy did not start within 15s: %v; log:\n%s", err, p.logs.String())
+		t.Fatalf("haproxy did not start within 15s: %v; log:\n%s", err, p.proc.Output())
 	}
 	return p
 }

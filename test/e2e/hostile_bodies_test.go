@@ -30,7 +30,7 @@ const rssBudget = 200 << 20
 
 func serverRSS(t *testing.T, p *serverProc) int64 {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
 	if err != nil {
 		t.Fatalf("reading the server's /proc status: %v", err)
 	}

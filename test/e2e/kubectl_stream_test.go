@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/testdeps"
 )
 
 // kubectlStream is a long-running kubectl (get -w, logs -f, ...) whose
@@ -17,7 +19,7 @@ type kubectlStream struct {
 	cancel context.CancelFunc
 	// done is closed once the process has exited and its stdout is drained.
 	done    chan struct{}
-	stderr  *syncBuffer
+	stderr  *testdeps.Lines
 	seen    []string
 	stopped sync.Once
 }
@@ -28,16 +30,13 @@ func (k *kubectlRunner) stream(args ...string) *kubectlStream {
 	k.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), kubectlTimeout)
 	cmd := k.command(ctx, nil, args...)
-	s := &kubectlStream{k: k, args: args, lines: make(chan string, 64), cancel: cancel, done: make(chan struct{}), stderr: &syncBuffer{}}
+	s := &kubectlStream{k: k, args: args, lines: make(chan string, 64), cancel: cancel, done: make(chan struct{}), stderr: &testdeps.Lines{}}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		cancel()
 		k.t.Fatalf("kubectl stdout pipe: %v", err)
 	}
-	cmd.Stderr = writerFunc(func(p []byte) (int, error) {
-		s.stderr.writeLine([]byte(strings.TrimRight(string(p), "\n")))
-		return len(p), nil
-	})
+	cmd.Stderr = s.stderr
 	if err := cmd.Start(); err != nil {
 		cancel()
 		k.t.Fatalf("starting kubectl %s: %v", strings.Join(args, " "), err)
@@ -91,8 +90,3 @@ func (s *kubectlStream) stop() {
 		<-s.done
 	})
 }
-
-// writerFunc adapts a function to io.Writer.
-type writerFunc func(p []byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -3,23 +3,17 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/leasehold/leasehold/internal/testdeps"
+	"github.com/leasehold/leasehold/internal/testdeps/nodeenv"
 )
 
 // Shortened timings for the node scenarios: an 8 s lease renewed every 2 s,
@@ -49,15 +43,15 @@ const (
 const (
 	reasonStatusUnknown  = "NodeStatusUnknown"
 	messageStatusUnknown = "Kubelet stopped posting node status."
-	taintUnreachable     = "node.kubernetes.io/unreachable"
 )
 
-// nodeCluster is one `leasehold serve` process with its controllers, a
-// checking client-go client and the newest kubectl, for the node scenarios.
+// nodeCluster is one `leasehold serve` process with its controllers, the
+// node harness on it (nodeenv, shared with internal/agent's tests) and the
+// newest kubectl, for the node scenarios.
 type nodeCluster struct {
+	*nodeenv.Env
 	t       *testing.T
 	srv     *serverProc
-	client  kubernetes.Interface
 	kubectl *kubectlRunner
 }
 
@@ -65,25 +59,10 @@ func newNodeCluster(t *testing.T, serverArgs ...string) *nodeCluster {
 	t.Helper()
 	bin := newestKubectl(t)
 	srv := startServer(t, serverArgs...)
-	cfg, err := clientcmd.BuildConfigFromFlags("", srv.Kubeconfig)
-	if err != nil {
-		t.Fatalf("loading %s: %v", srv.Kubeconfig, err)
-	}
-	cfg.QPS, cfg.Burst = -1, 0
-	cfg.Timeout = 10 * time.Second
-	cfg.UserAgent = "leasehold-e2e-nodes"
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		t.Fatalf("HTTP client: %v", err)
-	}
-	// Registered after the server's cleanup, so it runs before it: no
-	// pooled connection (and its goroutines) outlives the test.
-	t.Cleanup(hc.CloseIdleConnections)
-	client, err := kubernetes.NewForConfigAndClient(cfg, hc)
-	if err != nil {
-		t.Fatalf("clientset: %v", err)
-	}
-	return &nodeCluster{t: t, srv: srv, client: client, kubectl: newKubectl(t, bin, srv)}
+	// The harness's client is made after the server, so its connections
+	// are closed (cleanups run last first) before the server stops.
+	env := nodeenv.New(t, srv.Kubeconfig, "leasehold-e2e-nodes")
+	return &nodeCluster{Env: env, t: t, srv: srv, kubectl: newKubectl(t, bin, srv)}
 }
 
 // newestKubectl is the highest kubectl version installed: the node
@@ -101,17 +80,6 @@ func newestKubectl(t *testing.T) kubectlBinary {
 	return kubectlBinary{}
 }
 
-// nodeNames returns n unique node names for one test, shaped like the
-// seed's (dotted DNS names), so that names never collide between tests.
-func nodeNames(prefix string, n int) []string {
-	run := rand.Uint32()
-	names := make([]string, n)
-	for i := range names {
-		names[i] = fmt.Sprintf("ip-10-29-%d-%d.%s-%08x.e2e.internal", run%250, i, prefix, run)
-	}
-	return names
-}
-
 // startAgents starts one agent per name against the cluster with args,
 // each with its own node credential (`leasehold credentials node NAME`:
 // user system:node:NAME in system:nodes), so the scenarios run through the
@@ -125,68 +93,21 @@ func (c *nodeCluster) startAgents(names []string, args ...string) []*agentProc {
 	return agents
 }
 
-func ctx10s() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), 10*time.Second)
-}
-
-func (c *nodeCluster) node(name string) (*corev1.Node, error) {
-	ctx, cancel := ctx10s()
-	defer cancel()
-	return c.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-}
-
-func (c *nodeCluster) lease(name string) (*coordinationv1.Lease, error) {
-	ctx, cancel := ctx10s()
-	defer cancel()
-	return c.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, name, metav1.GetOptions{})
-}
-
-func readyCondition(n *corev1.Node) *corev1.NodeCondition {
-	for i := range n.Status.Conditions {
-		if n.Status.Conditions[i].Type == corev1.NodeReady {
-			return &n.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
-// waitReady waits until the Node exists with Ready=True and neither
-// unreachable taint, and returns it.
-func (c *nodeCluster) waitReady(name string, timeout time.Duration) *corev1.Node {
-	c.t.Helper()
-	var node *corev1.Node
-	testdeps.Eventually(c.t, timeout, 200*time.Millisecond, "node "+name+" Ready without unreachable taints", func() error {
-		n, err := c.node(name)
-		if err != nil {
-			return err
-		}
-		if r := readyCondition(n); r == nil || r.Status != corev1.ConditionTrue {
-			return fmt.Errorf("Ready condition = %+v", r)
-		}
-		if ts := taintsWithKey(n, taintUnreachable); len(ts) > 0 {
-			return fmt.Errorf("still tainted %v", ts)
-		}
-		node = n
-		return nil
-	})
-	return node
-}
-
 // waitUnreachable waits until the node lifecycle controller has marked the
 // node Unknown and tainted it unreachable with both effects, and returns it.
 func (c *nodeCluster) waitUnreachable(name string, timeout time.Duration) *corev1.Node {
 	c.t.Helper()
 	var node *corev1.Node
 	testdeps.Eventually(c.t, timeout, 200*time.Millisecond, "node "+name+" Ready=Unknown with unreachable NoSchedule and NoExecute taints", func() error {
-		n, err := c.node(name)
+		n, err := c.Node(name)
 		if err != nil {
 			return err
 		}
-		r := readyCondition(n)
+		r := nodeenv.ReadyCondition(n)
 		if r == nil || r.Status != corev1.ConditionUnknown {
 			return fmt.Errorf("Ready condition = %+v", r)
 		}
-		if got := effectsOf(taintsWithKey(n, taintUnreachable)); got != "NoExecute,NoSchedule" {
+		if got := effectsOf(taintsWithKey(n, corev1.TaintNodeUnreachable)); got != "NoExecute,NoSchedule" {
 			return fmt.Errorf("unreachable taint effects = %q (taints %+v)", got, n.Spec.Taints)
 		}
 		node = n
@@ -199,7 +120,7 @@ func (c *nodeCluster) waitUnreachable(name string, timeout time.Duration) *corev
 // kube-controller-manager's reason and message, a fresh transition.
 func checkUnknownConditions(t *testing.T, n *corev1.Node, notBefore time.Time) {
 	t.Helper()
-	r := readyCondition(n)
+	r := nodeenv.ReadyCondition(n)
 	if r.Reason != reasonStatusUnknown || r.Message != messageStatusUnknown {
 		t.Errorf("node %s Ready = %s/%q, want %s/%q", n.Name, r.Reason, r.Message, reasonStatusUnknown, messageStatusUnknown)
 	}
@@ -229,47 +150,13 @@ func effectsOf(ts []corev1.Taint) string {
 	return strings.Join(effects, ",")
 }
 
-// waitOwnedLease waits until the node's lease exists, owned by the Node
-// with uid nodeUID, and returns it.
-func (c *nodeCluster) waitOwnedLease(name string, nodeUID types.UID, timeout time.Duration) *coordinationv1.Lease {
-	c.t.Helper()
-	var lease *coordinationv1.Lease
-	testdeps.Eventually(c.t, timeout, 200*time.Millisecond, "lease "+name+" owned by node uid "+string(nodeUID), func() error {
-		l, err := c.lease(name)
-		if err != nil {
-			return err
-		}
-		if len(l.OwnerReferences) != 1 || l.OwnerReferences[0].UID != nodeUID {
-			return fmt.Errorf("ownerReferences = %+v", l.OwnerReferences)
-		}
-		lease = l
-		return nil
-	})
-	return lease
-}
-
-// waitLeaseGone waits until the node's lease is NotFound.
-func (c *nodeCluster) waitLeaseGone(name string, timeout time.Duration) {
-	c.t.Helper()
-	testdeps.Eventually(c.t, timeout, 200*time.Millisecond, "lease "+name+" garbage-collected", func() error {
-		l, err := c.lease(name)
-		switch {
-		case apierrors.IsNotFound(err):
-			return nil
-		case err != nil:
-			return err
-		}
-		return fmt.Errorf("lease still there (uid %s, owners %+v)", l.UID, l.OwnerReferences)
-	})
-}
-
 // nodeEvents lists the events about node name, in every namespace, oldest
 // first as the server returns them.
 func (c *nodeCluster) nodeEvents(name string) ([]corev1.Event, error) {
-	ctx, cancel := ctx10s()
+	ctx, cancel := context.WithTimeout(context.Background(), nodeenv.RequestTimeout)
 	defer cancel()
 	sel := fields.Set{"involvedObject.kind": "Node", "involvedObject.name": name}.AsSelector().String()
-	list, err := c.client.CoreV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: sel})
+	list, err := c.Client.CoreV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: sel})
 	if err != nil {
 		return nil, fmt.Errorf("list events of node %s: %w", name, err)
 	}

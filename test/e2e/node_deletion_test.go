@@ -13,30 +13,30 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/leasehold/leasehold/internal/testdeps/nodeenv"
 )
 
 func TestNodeDeletionAndReregistration(t *testing.T) {
 	t.Parallel()
 	c := newNodeCluster(t, fastServerArgs...)
-	names := nodeNames("del", 2)
+	names := nodeenv.Names("del", 2)
 	deleted, other := names[0], names[1]
 	agents := c.startAgents(names, fastAgentArgs...)
 	agent := agents[0]
-	oldNode := c.waitReady(deleted, fastSlack)
-	oldLease := c.waitOwnedLease(deleted, oldNode.UID, fastRenew+fastSlack)
-	otherNode := c.waitReady(other, fastSlack)
-	otherLease := c.waitOwnedLease(other, otherNode.UID, fastRenew+fastSlack)
+	oldNode, oldLease := c.WaitRegistered(deleted, fastSlack, fastRenew+fastSlack)
+	_, otherLease := c.WaitRegistered(other, fastSlack, fastRenew+fastSlack)
 	// RemovingNode follows only a registration the controller saw (as in
 	// kube-controller-manager, nodes are classified on monitor passes), so
 	// wait for it before deleting.
 	c.waitNodeEvent(deleted, "RegisteredNode", fmt.Sprintf("Node %s event: Registered Node %s in Controller", deleted, deleted), fastSlack)
 
-	mark := agent.LogMark()
+	mark := agent.Mark()
 	if out := c.kubectl.run("delete", "node", deleted); strings.TrimSpace(out) != fmt.Sprintf("node %q deleted", deleted) {
 		t.Errorf("kubectl delete node printed %q", out)
 	}
-	c.waitLeaseGone(deleted, fastSlack)
-	if l, err := c.lease(other); err != nil || l.UID != otherLease.UID {
+	c.WaitLeaseGone(deleted, fastSlack)
+	if l, err := c.Lease(other); err != nil || l.UID != otherLease.UID {
 		t.Errorf("the other node's lease was touched: %v, err %v", l, err)
 	}
 	c.waitNodeEvent(deleted, "RemovingNode", fmt.Sprintf("Node %s event: Removing Node %s from Controller", deleted, deleted), fastSlack)
@@ -44,21 +44,24 @@ func TestNodeDeletionAndReregistration(t *testing.T) {
 	// The running agent logs the kubelet's errors from the seed, and keeps
 	// going.
 	notFound := fmt.Sprintf(`nodes \"%s\" not found`, deleted)
-	agent.WaitLog(mark, fastStatusUpdate+fastSlack, `level=ERROR`, `msg="Error updating node status, will retry"`, notFound)
-	agent.WaitLog(mark, fastSlack, `msg="Unable to update node status"`, "update node status exceeds retry count")
-	agent.WaitLog(mark, fastRenew+fastSlack, `level=ERROR`, `msg="Failed to update lease"`, "Precondition failed")
-	again := agent.WaitLog(mark, fastRenew+fastSlack, `level=ERROR`, `msg="Failed to get node when trying to set owner ref to the node lease"`, notFound)
+	agent.WaitLine(mark, fastStatusUpdate+fastSlack, `level=ERROR`, `msg="Error updating node status, will retry"`, notFound)
+	agent.WaitLine(mark, fastSlack, `msg="Unable to update node status"`, "update node status exceeds retry count")
+	agent.WaitLine(mark, fastRenew+fastSlack, `level=ERROR`, `msg="Failed to update lease"`, "Precondition failed")
+	_, again, err := agent.AwaitLine(mark, fastRenew+fastSlack, `level=ERROR`, `msg="Failed to get node when trying to set owner ref to the node lease"`, notFound)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Still trying a renewal later: the agent did not give up or crash.
-	agent.WaitLog(mark+strings.Index(agent.Logs()[mark:], again)+len(again), 2*fastRenew+fastSlack,
+	agent.WaitLine(again+1, 2*fastRenew+fastSlack,
 		`msg="Failed to get node when trying to set owner ref to the node lease"`)
 	if !agent.Running() {
 		t.Fatal("agent exited after its Node was deleted")
 	}
 	// It neither registers again nor creates a lease without an owner.
-	if _, err := c.node(deleted); !apierrors.IsNotFound(err) {
+	if _, err := c.Node(deleted); !apierrors.IsNotFound(err) {
 		t.Errorf("node %s while its agent runs on: err = %v, want NotFound", deleted, err)
 	}
-	if _, err := c.lease(deleted); !apierrors.IsNotFound(err) {
+	if _, err := c.Lease(deleted); !apierrors.IsNotFound(err) {
 		t.Errorf("lease %s while its Node is deleted: err = %v, want NotFound", deleted, err)
 	}
 	if got := c.kubectlNodeStatus(); fmt.Sprint(got) != fmt.Sprint(map[string]string{other: "Ready"}) {
@@ -71,11 +74,11 @@ func TestNodeDeletionAndReregistration(t *testing.T) {
 	// Re-registration: restart the agent.
 	agent.Stop()
 	agent.Restart()
-	newNode := c.waitReady(deleted, fastSlack)
+	newNode := c.WaitReady(deleted, fastSlack)
 	if newNode.UID == oldNode.UID {
 		t.Errorf("re-registered node has the old uid %s", oldNode.UID)
 	}
-	newLease := c.waitOwnedLease(deleted, newNode.UID, fastRenew+fastSlack)
+	newLease := c.WaitOwnedLease(deleted, newNode.UID, fastRenew+fastSlack)
 	if newLease.UID == oldLease.UID {
 		t.Errorf("lease after re-registration has the old uid %s", oldLease.UID)
 	}
@@ -96,16 +99,15 @@ func TestNodeDeletionAndReregistration(t *testing.T) {
 func TestNodeRecreatedWithSameName(t *testing.T) {
 	t.Parallel()
 	c := newNodeCluster(t, fastServerArgs...)
-	names := nodeNames("recreate", 1)
+	names := nodeenv.Names("recreate", 1)
 	name := names[0]
 	agent := c.startAgents(names, fastAgentArgs...)[0]
-	oldNode := c.waitReady(name, fastSlack)
-	oldLease := c.waitOwnedLease(name, oldNode.UID, fastRenew+fastSlack)
+	oldNode, oldLease := c.WaitRegistered(name, fastSlack, fastRenew+fastSlack)
 
-	mark := agent.LogMark()
+	mark := agent.Mark()
 	c.kubectl.run("delete", "node", name)
 	c.kubectl.runWith(fmt.Sprintf("apiVersion: v1\nkind: Node\nmetadata:\n  name: %s\n  labels:\n    kubernetes.io/hostname: %s\n", name, name), nil, "create", "-f", "-")
-	recreated, err := c.node(name)
+	recreated, err := c.Node(name)
 	if err != nil {
 		t.Fatalf("re-created node: %v", err)
 	}
@@ -113,12 +115,12 @@ func TestNodeRecreatedWithSameName(t *testing.T) {
 		t.Fatalf("re-created node has the old uid %s", oldNode.UID)
 	}
 
-	lease := c.waitOwnedLease(name, recreated.UID, 2*fastRenew+fastSlack)
+	lease := c.WaitOwnedLease(name, recreated.UID, 2*fastRenew+fastSlack)
 	if lease.UID == oldLease.UID {
 		t.Errorf("lease %s still the old object (uid %s) with its owner reference rewritten; want the old one collected and a new one created", name, lease.UID)
 	}
-	agent.WaitLog(mark, fastSlack, `msg="Created node lease"`, "uid="+string(lease.UID), "ownerUID="+string(recreated.UID))
-	node := c.waitReady(name, fastStatusUpdate+fastSlack)
+	agent.WaitLine(mark, fastSlack, `msg="Created node lease"`, "uid="+string(lease.UID), "ownerUID="+string(recreated.UID))
+	node := c.WaitReady(name, fastStatusUpdate+fastSlack)
 	if node.UID != recreated.UID {
 		t.Errorf("node uid %s, want the re-created %s", node.UID, recreated.UID)
 	}

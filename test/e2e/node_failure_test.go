@@ -13,6 +13,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/leasehold/leasehold/internal/testdeps"
+	"github.com/leasehold/leasehold/internal/testdeps/nodeenv"
 )
 
 // TestNodeFailureFastTimings freezes one agent and kills another while a
@@ -21,13 +24,12 @@ import (
 func TestNodeFailureFastTimings(t *testing.T) {
 	t.Parallel()
 	c := newNodeCluster(t, fastServerArgs...)
-	names := nodeNames("fail", 3)
+	names := nodeenv.Names("fail", 3)
 	frozen, killed, healthy := names[0], names[1], names[2]
 	agents := c.startAgents(names, fastAgentArgs...)
 	nodes := map[string]*corev1.Node{}
 	for _, n := range names {
-		nodes[n] = c.waitReady(n, fastSlack)
-		c.waitOwnedLease(n, nodes[n].UID, fastRenew+fastSlack)
+		nodes[n], _ = c.WaitRegistered(n, fastSlack, fastRenew+fastSlack)
 	}
 	c.waitKubectlNodeStatus(map[string]string{frozen: "Ready", killed: "Ready", healthy: "Ready"}, fastSlack)
 
@@ -43,7 +45,7 @@ func TestNodeFailureFastTimings(t *testing.T) {
 		checkUnknownConditions(t, node, stoppedAt)
 		c.waitNodeEvent(n, "NodeNotReady", fmt.Sprintf("Node %s status is now: NodeNotReady", n), fastSlack)
 	}
-	if n := c.waitReady(healthy, time.Second); n.UID != nodes[healthy].UID {
+	if n := c.WaitReady(healthy, time.Second); n.UID != nodes[healthy].UID {
 		t.Errorf("healthy node %s was re-created", healthy)
 	}
 	c.waitKubectlNodeStatus(map[string]string{frozen: "NotReady", killed: "NotReady", healthy: "Ready"}, fastSlack)
@@ -53,7 +55,7 @@ func TestNodeFailureFastTimings(t *testing.T) {
 	agents[0].Resume()
 	agents[1].Restart()
 	for _, n := range []string{frozen, killed} {
-		node := c.waitReady(n, fastStatusUpdate+fastMonitor+fastSlack)
+		node := c.WaitReady(n, fastStatusUpdate+fastMonitor+fastSlack)
 		if node.UID != nodes[n].UID {
 			t.Errorf("node %s re-created (uid %s -> %s): the agent must reuse its registered Node", n, nodes[n].UID, node.UID)
 		}
@@ -62,7 +64,7 @@ func TestNodeFailureFastTimings(t *testing.T) {
 		}
 		// The lease is the same object, owned by the same Node, renewed
 		// after the agent came back.
-		lease := c.waitOwnedLease(n, nodes[n].UID, fastSlack)
+		lease := c.WaitOwnedLease(n, nodes[n].UID, fastSlack)
 		if lease.Spec.RenewTime == nil || lease.Spec.RenewTime.Time.Before(stoppedAt.Add(fastGrace)) {
 			t.Errorf("lease %s renewTime %v: not renewed since the agent came back", n, lease.Spec.RenewTime)
 		}
@@ -85,13 +87,12 @@ func TestNodeFailureDefaultTimings(t *testing.T) {
 	)
 	t.Parallel()
 	c := newNodeCluster(t)
-	names := nodeNames("default", 2)
+	names := nodeenv.Names("default", 2)
 	frozen, healthy := names[0], names[1]
 	agents := c.startAgents(names)
 	var frozenNode *corev1.Node
 	for _, n := range names {
-		node := c.waitReady(n, fastSlack)
-		lease := c.waitOwnedLease(n, node.UID, renew+fastSlack)
+		node, lease := c.WaitRegistered(n, fastSlack, renew+fastSlack)
 		if d := lease.Spec.LeaseDurationSeconds; d == nil || *d != 40 {
 			t.Errorf("lease %s leaseDurationSeconds = %v, want the default 40", n, d)
 		}
@@ -105,7 +106,7 @@ func TestNodeFailureDefaultTimings(t *testing.T) {
 	node := c.waitUnreachable(frozen, renew+renewJitter+grace+monitorPeriod+fastSlack)
 	unknownSeen := time.Since(stoppedAt)
 	checkUnknownConditions(t, node, stoppedAt)
-	lease, err := c.lease(frozen)
+	lease, err := c.Lease(frozen)
 	if err != nil {
 		t.Fatalf("lease of the frozen node: %v", err)
 	}
@@ -117,7 +118,7 @@ func TestNodeFailureDefaultTimings(t *testing.T) {
 	// renewal (condition times have second precision) and at most a monitor
 	// period later: the pass that saw the renewal starts the grace, and the
 	// pass one grace later marks the node (plus slack for the write).
-	transition := readyCondition(node).LastTransitionTime.Time
+	transition := nodeenv.ReadyCondition(node).LastTransitionTime.Time
 	if early := lastRenew.Add(grace - time.Second); transition.Before(early) {
 		t.Errorf("Ready=Unknown at %v, only %v after the last renewal at %v; the grace period is %v", transition, transition.Sub(lastRenew), lastRenew, grace)
 	}
@@ -126,18 +127,18 @@ func TestNodeFailureDefaultTimings(t *testing.T) {
 	}
 	t.Logf("frozen at %s; last renewal %v before; Ready=Unknown %v after the last renewal; observed %v after SIGSTOP",
 		stoppedAt.Format(time.RFC3339Nano), stoppedAt.Sub(lastRenew), transition.Sub(lastRenew), unknownSeen)
-	for line := range strings.Lines(c.srv.Logs()) {
+	for line := range strings.Lines(c.srv.Output()) {
 		if strings.Contains(line, frozen) && strings.Contains(line, "stopped posting") {
 			t.Logf("server: %s", strings.TrimSpace(line))
 		}
 	}
 	c.waitNodeEvent(frozen, "NodeNotReady", fmt.Sprintf("Node %s status is now: NodeNotReady", frozen), fastSlack)
-	c.waitReady(healthy, time.Second)
+	c.WaitReady(healthy, time.Second)
 	c.waitKubectlNodeStatus(map[string]string{frozen: "NotReady", healthy: "Ready"}, fastSlack)
 
 	resumedAt := time.Now()
 	agents[0].Resume()
-	back := c.waitReady(frozen, statusUpdate+renewJitter+monitorPeriod+fastSlack)
+	back := c.WaitReady(frozen, statusUpdate+renewJitter+monitorPeriod+fastSlack)
 	t.Logf("Ready=True without taints %v after SIGCONT", time.Since(resumedAt))
 	if back.UID != frozenNode.UID {
 		t.Errorf("node re-created (uid %s -> %s)", frozenNode.UID, back.UID)
@@ -172,7 +173,7 @@ func checkDescribeUnreachable(t *testing.T, c *nodeCluster, name string) {
 // hasLineWith says whether some line of out contains every one of parts.
 func hasLineWith(out string, parts ...string) bool {
 	for line := range strings.Lines(out) {
-		if containsAll(line, parts) {
+		if testdeps.ContainsAll(line, parts...) {
 			return true
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/leasehold/leasehold/internal/storage/etcd/etcdtest"
+	"github.com/leasehold/leasehold/internal/testdeps"
 )
 
 // Replicas' election timings in these tests: short, so that a failover
@@ -109,7 +110,7 @@ type electionLog struct {
 // kube-system/lease.
 func electionEvents(r *replica, lease, msg string) []electionLog {
 	var out []electionLog
-	sc := bufio.NewScanner(strings.NewReader(r.proc.Logs()))
+	sc := bufio.NewScanner(strings.NewReader(r.proc.Output()))
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
 		var l electionLog
@@ -238,22 +239,20 @@ func TestReplicasRunControllersOnOneReplica(t *testing.T) {
 		last = rest[1]
 	}
 	termAt := time.Now()
-	if err := next.proc.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatalf("SIGTERM: %v", err)
-	}
+	next.proc.Signal(syscall.SIGTERM)
 	_, took = waitHolder(t, last, controllerManager, []*replica{last}, replicaLeaseDuration)
 	t.Logf("SIGTERM %s: %s leads after %v", next.name, last.name, took)
 	if took >= replicaLeaseDuration/2 {
 		t.Errorf("hand-over on SIGTERM took %v, want well under the lease duration %v (a release)", took, replicaLeaseDuration)
 	}
 	select {
-	case <-next.proc.exited:
-	case <-time.After(serverStopTimeout):
+	case <-next.proc.Exited():
+	case <-time.After(testdeps.ServeStopTimeout):
 		t.Fatalf("%s did not exit after SIGTERM", next.name)
 	}
-	next.proc.markStopped()
-	if next.proc.exitErr != nil {
-		t.Errorf("%s exited with %v after SIGTERM", next.name, next.proc.exitErr)
+	next.proc.Forget()
+	if next.proc.ExitErr() != nil {
+		t.Errorf("%s exited with %v after SIGTERM", next.name, next.proc.ExitErr())
 	}
 	// The old leader's controllers had stopped before the new one's began.
 	stoppedLeading := electionEvents(next, controllerManager, "stopped leading; controllers stopped")
@@ -281,16 +280,12 @@ func TestReplicaThatLosesTheLeaseStopsItsControllers(t *testing.T) {
 	if other == leader {
 		other = rs[1]
 	}
-	if err := leader.proc.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatalf("SIGSTOP: %v", err)
-	}
+	leader.proc.Signal(syscall.SIGSTOP)
 	resumed := false
 	resume := func() {
 		if !resumed {
 			resumed = true
-			if err := leader.proc.cmd.Process.Signal(syscall.SIGCONT); err != nil {
-				t.Errorf("SIGCONT: %v", err)
-			}
+			leader.proc.Signal(syscall.SIGCONT)
 		}
 	}
 	defer resume()
@@ -315,7 +310,7 @@ func TestReplicaThatLosesTheLeaseStopsItsControllers(t *testing.T) {
 	}); err != nil {
 		t.Errorf("%s does not campaign again: %v", leader.name, err)
 	}
-	if !serverRunning(leader.proc) {
+	if !leader.proc.Running() {
 		t.Fatalf("%s exited after losing the lease (its controllers stopped in time)", leader.name)
 	}
 	if _, err := leader.cs.CoordinationV1().Leases(metav1.NamespaceSystem).Get(context.Background(), controllerManager, metav1.GetOptions{}); err != nil {

@@ -59,13 +59,13 @@ type storeOpened struct {
 // openedLine returns the server's "embedded store opened" line.
 func openedLine(t *testing.T, p *serverProc) storeOpened {
 	t.Helper()
-	for _, line := range strings.Split(p.Logs(), "\n") {
+	for _, line := range strings.Split(p.Output(), "\n") {
 		var l storeOpened
 		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "embedded store opened" {
 			return l
 		}
 	}
-	t.Fatalf("server logged no \"embedded store opened\" line:\n%s", p.Logs())
+	t.Fatalf("server logged no \"embedded store opened\" line:\n%s", p.Output())
 	return storeOpened{}
 }
 

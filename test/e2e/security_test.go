@@ -179,7 +179,7 @@ func TestSecurityUsersAndTokens(t *testing.T) {
 	admin.allowed("GET", "/metrics", "", http.StatusOK)
 
 	// No credential reaches the log, valid, invalid or revoked.
-	logs := c.srv.Logs()
+	logs := c.srv.Output()
 	for _, tok := range []string{tokenAdmin, tokenReader, tokenElector, tokenTemp, "new-token-41d9", "not-a-token"} {
 		if strings.Contains(logs, tok) {
 			t.Errorf("the server log contains the token %q", tok)

@@ -222,8 +222,8 @@ func etcdFromSnapshot(t *testing.T, db string) string {
 	etcdBin := testdeps.Debian(t, "etcd-server", "etcd")
 	etcdctl := testdeps.Debian(t, "etcd-client", "etcdctl")
 	dir := filepath.Join(t.TempDir(), "etcd")
-	client := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-	peer := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	client := fmt.Sprintf("http://127.0.0.1:%d", testdeps.FreePort(t))
+	peer := fmt.Sprintf("http://127.0.0.1:%d", testdeps.FreePort(t))
 	cluster := "m1=" + peer
 	restore := exec.Command(etcdctl, "snapshot", "restore", db, "--data-dir", dir, "--name", "m1",
 		"--initial-cluster", cluster, "--initial-advertise-peer-urls", peer)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/leasehold/leasehold/internal/testdeps"
 )
 
 // A replica whose etcd stops answering (a frozen member: the look of a lost
@@ -20,7 +22,7 @@ import (
 // at resourceVersion=0 keep being served from the watch cache. When etcd
 // is back, so is the replica, with every acknowledged write.
 func TestStoreOutageAnswersAndRecovers(t *testing.T) {
-	etcd := startEtcdProcess(t)
+	etcd := testdeps.StartEtcdCluster(t, 1).Members[0]
 	a := startServer(t, "--etcd-servers", etcd.Endpoint)
 	b := startServer(t, "--etcd-servers", etcd.Endpoint, "--request-timeout", "2s")
 	ra, rb := newRawAdmin(t, a.Kubeconfig), newRawAdmin(t, b.Kubeconfig)

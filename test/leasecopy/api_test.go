@@ -85,7 +85,7 @@ func TestFollowBetweenAPIs(t *testing.T) {
 
 	follow := startProc(t, "leases copy --follow", binary, "leases", "copy", "--follow", "--for", "2m",
 		"--from-kubeconfig", src.Kubeconfig, "--to-kubeconfig", dst.Kubeconfig)
-	follow.waitLine("following the source's leases", time.Minute)
+	follow.WaitLine(0, time.Minute, "following the source's leases")
 	requireCopied(t, dst.Client, get(t, src.Client, "team-a", "leader"), get(t, src.Client, "kube-node-lease", "node-1"))
 	quietRV := get(t, dst.Client, "team-a", "quiet").ResourceVersion
 
@@ -124,10 +124,10 @@ func TestFollowBetweenAPIs(t *testing.T) {
 		t.Errorf("team-a/quiet was rewritten on the target while unchanged (resourceVersion %s -> %s)", quietRV, rv)
 	}
 
-	if code := follow.stop(); code != 0 {
-		t.Fatalf("leases copy --follow exited %d after SIGTERM", code)
+	if err := follow.Stop(); err != nil {
+		t.Fatalf("leases copy --follow after SIGTERM: %v", err)
 	}
-	summary := follow.waitLine("leases copy done", time.Second)
+	summary := follow.WaitLine(0, time.Second, "leases copy done")
 	if !strings.Contains(summary, "deleted 1, errors 0") {
 		t.Errorf("summary %q: want one delete and no errors", summary)
 	}

@@ -127,7 +127,7 @@ func TestFollowToEtcd(t *testing.T) {
 
 	follow := startProc(t, "leases copy --follow", binary, "leases", "copy", "--follow", "--for", "2m", "-n", "kube-node-lease",
 		"--from-kubeconfig", src.Kubeconfig, "--to-etcd-servers", endpoint)
-	follow.waitLine("following the source's leases", time.Minute)
+	follow.WaitLine(0, time.Minute, "following the source's leases")
 	ctx := ctxFor(t, time.Minute)
 	leases := src.Client.CoordinationV1().Leases("kube-node-lease")
 	for range 3 {
@@ -147,10 +147,10 @@ func TestFollowToEtcd(t *testing.T) {
 	waitFor(t, time.Second, "delete served from etcd", func() bool {
 		return get(t, onEtcd.Client, "kube-node-lease", "node-2") == nil
 	})
-	if code := follow.stop(); code != 0 {
-		t.Fatalf("leases copy --follow exited %d after SIGTERM", code)
+	if err := follow.Stop(); err != nil {
+		t.Fatalf("leases copy --follow after SIGTERM: %v", err)
 	}
-	if summary := follow.waitLine("leases copy done", time.Second); !strings.Contains(summary, "copied 2, updated 3, unchanged 0, target newer 0, deleted 1, errors 0") {
+	if summary := follow.WaitLine(0, time.Second, "leases copy done"); !strings.Contains(summary, "copied 2, updated 3, unchanged 0, target newer 0, deleted 1, errors 0") {
 		t.Errorf("summary %q: want 2 copied, 3 renewals, 1 delete", summary)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/leasehold/leasehold/internal/testdeps"
 )
 
 // writeUnreachableKubeconfig writes a kubeconfig naming a port nothing
@@ -18,7 +20,7 @@ clusters: [{name: c, cluster: {server: "https://127.0.0.1:%d", insecure-skip-tls
 users: [{name: u, user: {token: t}}]
 contexts: [{name: x, context: {cluster: c, user: u}}]
 current-context: x
-`, freePort(t))
+`, testdeps.FreePort(t))
 	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func TestEtcdCopyNeverGoesBackwards(t *testing.T) {
 	create(t, src.Client, fullLease("team-a", "contested", time.Now().Truncate(time.Microsecond)))
 	follow := startProc(t, "leases copy --follow", binary, "leases", "copy", "--follow", "--for", "2m", "-n", "team-a",
 		"--from-kubeconfig", src.Kubeconfig, "--to-etcd-servers", endpoint)
-	follow.waitLine("following the source's leases", time.Minute)
+	follow.WaitLine(0, time.Minute, "following the source's leases")
 	waitFor(t, 5*time.Second, "the lease served from etcd", func() bool {
 		return get(t, direct.Client, "team-a", "contested") != nil
 	})
@@ -57,8 +57,8 @@ func TestEtcdCopyNeverGoesBackwards(t *testing.T) {
 	}
 	wg.Wait()
 	time.Sleep(500 * time.Millisecond) // the copy's last writes, then their watch events
-	if code := follow.stop(); code != 0 {
-		t.Fatalf("leases copy --follow exited %d after SIGTERM", code)
+	if err := follow.Stop(); err != nil {
+		t.Fatalf("leases copy --follow after SIGTERM: %v", err)
 	}
 	times := history()
 	for i := 1; i < len(times); i++ {
@@ -66,7 +66,7 @@ func TestEtcdCopyNeverGoesBackwards(t *testing.T) {
 			t.Fatalf("etcd's renew time went backwards at version %d of %d: %v after %v", i, len(times), times[i], times[i-1])
 		}
 	}
-	summary := follow.waitLine("leases copy done", time.Second)
+	summary := follow.WaitLine(0, time.Second, "leases copy done")
 	if !strings.Contains(summary, "errors 0") {
 		t.Errorf("summary %q: want no errors", summary)
 	}
@@ -143,7 +143,7 @@ func TestAPICopyNeverGoesBackwards(t *testing.T) {
 	create(t, src.Client, fullLease("team-a", "contested", time.Now().Truncate(time.Microsecond)))
 	follow := startProc(t, "leases copy --follow", binary, "leases", "copy", "--follow", "--for", "2m", "-n", "team-a",
 		"--from-kubeconfig", src.Kubeconfig, "--to-kubeconfig", dst.Kubeconfig)
-	follow.waitLine("following the source's leases", time.Minute)
+	follow.WaitLine(0, time.Minute, "following the source's leases")
 	start := get(t, dst.Client, "team-a", "contested")
 	w, err := dst.Client.CoordinationV1().Leases("team-a").Watch(ctxFor(t, time.Minute), metav1.ListOptions{
 		FieldSelector: "metadata.name=contested", ResourceVersion: start.ResourceVersion})
@@ -173,8 +173,8 @@ func TestAPICopyNeverGoesBackwards(t *testing.T) {
 	}
 	wg.Wait()
 	time.Sleep(500 * time.Millisecond) // the copy's last writes, then their watch events
-	if code := follow.stop(); code != 0 {
-		t.Fatalf("leases copy --follow exited %d after SIGTERM", code)
+	if err := follow.Stop(); err != nil {
+		t.Fatalf("leases copy --follow after SIGTERM: %v", err)
 	}
 	w.Stop()
 	<-collected
@@ -183,7 +183,7 @@ func TestAPICopyNeverGoesBackwards(t *testing.T) {
 			t.Fatalf("the target's renew time went backwards at version %d of %d: %v after %v", i, len(times), times[i], times[i-1])
 		}
 	}
-	summary := follow.waitLine("leases copy done", time.Second)
+	summary := follow.WaitLine(0, time.Second, "leases copy done")
 	if !strings.Contains(summary, "errors 0") {
 		t.Errorf("summary %q: want no errors", summary)
 	}

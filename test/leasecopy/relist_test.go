@@ -10,6 +10,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/leasehold/leasehold/internal/testdeps"
 )
 
 // TestFollowRelistsAfterSourceRestart: a --follow copy outlives its
@@ -21,7 +23,7 @@ import (
 func TestFollowRelistsAfterSourceRestart(t *testing.T) {
 	endpoint := startEtcd(t)
 	dataDir := filepath.Join(t.TempDir(), "src")
-	port := fmt.Sprint(freePort(t))
+	port := fmt.Sprint(testdeps.FreePort(t))
 	srcArgs := []string{"--etcd-servers", endpoint, "--secure-port", port}
 	src := startServeIn(t, dataDir, srcArgs...)
 	dst := startServe(t)
@@ -30,10 +32,10 @@ func TestFollowRelistsAfterSourceRestart(t *testing.T) {
 
 	follow := startProc(t, "leases copy --follow", binary, "leases", "copy", "--follow", "--for", "3m",
 		"-n", "team-a", "--from-kubeconfig", src.Kubeconfig, "--to-kubeconfig", dst.Kubeconfig)
-	follow.waitLine("following the source's leases", time.Minute)
+	follow.WaitLine(0, time.Minute, "following the source's leases")
 
-	if code := src.proc.stop(); code != 0 {
-		t.Fatalf("source exited %d after SIGTERM", code)
+	if err := src.Stop(); err != nil {
+		t.Fatalf("source after SIGTERM: %v", err)
 	}
 	etcd, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
@@ -64,10 +66,10 @@ func TestFollowRelistsAfterSourceRestart(t *testing.T) {
 	waitFor(t, 5*time.Second, "a renewal after the restart", func() bool {
 		return contentDiff(renewed, get(t, dst.Client, "team-a", "kept")) == ""
 	})
-	if code := follow.stop(); code != 0 {
-		t.Fatalf("leases copy --follow exited %d after SIGTERM", code)
+	if err := follow.Stop(); err != nil {
+		t.Fatalf("leases copy --follow after SIGTERM: %v", err)
 	}
-	if summary := follow.waitLine("leases copy done", time.Second); !strings.Contains(summary, "deleted 1, errors 0") {
+	if summary := follow.WaitLine(0, time.Second, "leases copy done"); !strings.Contains(summary, "deleted 1, errors 0") {
 		t.Errorf("summary %q: want one delete and no errors", summary)
 	}
 }
@@ -79,15 +81,15 @@ func TestFollowRelistsAfterSourceRestart(t *testing.T) {
 func TestFollowRetriesThroughTargetRestart(t *testing.T) {
 	src := startServe(t)
 	dataDir := filepath.Join(t.TempDir(), "dst")
-	dstArgs := []string{"--secure-port", fmt.Sprint(freePort(t))}
+	dstArgs := []string{"--secure-port", fmt.Sprint(testdeps.FreePort(t))}
 	dst := startServeIn(t, dataDir, dstArgs...)
 	create(t, src.Client, nodeLease("node-1", time.Now().Truncate(time.Microsecond)))
 	follow := startProc(t, "leases copy --follow", binary, "leases", "copy", "--follow", "--for", "3m",
 		"-n", "kube-node-lease", "--from-kubeconfig", src.Kubeconfig, "--to-kubeconfig", dst.Kubeconfig)
-	follow.waitLine("following the source's leases", time.Minute)
+	follow.WaitLine(0, time.Minute, "following the source's leases")
 
-	if code := dst.proc.stop(); code != 0 {
-		t.Fatalf("target exited %d after SIGTERM", code)
+	if err := dst.Stop(); err != nil {
+		t.Fatalf("target after SIGTERM: %v", err)
 	}
 	ctx := ctxFor(t, 2*time.Minute)
 	l := get(t, src.Client, "kube-node-lease", "node-1")
@@ -96,7 +98,7 @@ func TestFollowRetriesThroughTargetRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	line := follow.waitLine("error: lease kube-node-lease/node-1: ", 10*time.Second)
+	line := follow.WaitLine(0, 10*time.Second, "error: lease kube-node-lease/node-1: ")
 	if !strings.Contains(line, "Unable to connect to the server") || !strings.HasSuffix(line, "(retrying)") {
 		t.Errorf("error line %q: want kubectl's connection error, retrying", line)
 	}
@@ -106,10 +108,10 @@ func TestFollowRetriesThroughTargetRestart(t *testing.T) {
 		return contentDiff(renewed, get(t, dst.Client, "kube-node-lease", "node-1")) == ""
 	})
 	t.Logf("renewal reached the restarted target %v after it served", took)
-	if code := follow.stop(); code != 0 {
-		t.Fatalf("leases copy --follow exited %d after SIGTERM", code)
+	if err := follow.Stop(); err != nil {
+		t.Fatalf("leases copy --follow after SIGTERM: %v", err)
 	}
-	if summary := follow.waitLine("leases copy done", time.Second); !strings.Contains(summary, "updated 1, unchanged 0, target newer 0, deleted 0, errors 0") {
+	if summary := follow.WaitLine(0, time.Second, "leases copy done"); !strings.Contains(summary, "updated 1, unchanged 0, target newer 0, deleted 0, errors 0") {
 		t.Errorf("summary %q: want the renewal as one update and no errors", summary)
 	}
 }

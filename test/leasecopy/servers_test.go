@@ -1,9 +1,6 @@
 package leasecopy
 
 import (
-	"encoding/json"
-	"fmt"
-	"net"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,17 +11,15 @@ import (
 	"github.com/leasehold/leasehold/internal/testdeps"
 )
 
-// server is a running `leasehold serve`.
+// server is a running `leasehold serve` with a client of its admin.
 type server struct {
-	DataDir    string
-	Kubeconfig string
-	Client     kubernetes.Interface
-	proc       *proc
+	*testdeps.Server
+	Client kubernetes.Interface
 }
 
 // startServe starts `leasehold serve` on a free port with a fresh data
 // directory (plus extra flags) and waits for its serving line; the test's
-// end stops it with SIGTERM.
+// end stops it with SIGTERM and fails unless it exits 0.
 func startServe(t *testing.T, extra ...string) *server {
 	t.Helper()
 	return startServeIn(t, filepath.Join(t.TempDir(), "data"), extra...)
@@ -35,21 +30,11 @@ func startServe(t *testing.T, extra ...string) *server {
 // keeps its CA, so kubeconfigs from before still work.
 func startServeIn(t *testing.T, dataDir string, extra ...string) *server {
 	t.Helper()
-	argv := append([]string{binary, "serve", "--data-dir", dataDir,
-		"--secure-port", "0", "--bind-address", "127.0.0.1"}, extra...)
-	p := startProc(t, "leasehold serve", argv...)
-	t.Cleanup(func() {
-		if code := p.stop(); code != 0 {
-			t.Errorf("leasehold serve exited %d after SIGTERM", code)
-		}
-	})
-	var line struct {
-		Kubeconfig string `json:"kubeconfig"`
+	s, err := testdeps.LaunchServer(t, binary, testdeps.ServeOptions{DataDir: dataDir}, extra...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := json.Unmarshal([]byte(p.waitLine(`"msg":"serving"`, 60*time.Second)), &line); err != nil || line.Kubeconfig == "" {
-		t.Fatalf("serving line without a kubeconfig (%v)", err)
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", line.Kubeconfig)
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,51 +43,14 @@ func startServeIn(t *testing.T, dataDir string, extra ...string) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &server{DataDir: dataDir, Kubeconfig: line.Kubeconfig, Client: c, proc: p}
+	return &server{Server: s, Client: c}
 }
 
 // startEtcd starts a one-member Debian etcd on free ports and returns its
-// client URL once it answers as itself. Another process can take a free
-// port before etcd binds it; etcd then exits and is started again on new
-// ports, up to three times.
+// client URL once it answers as itself.
 func startEtcd(t *testing.T) string {
 	t.Helper()
-	bin := testdeps.Debian(t, "etcd-server", "etcd")
-	for attempt := 1; ; attempt++ {
-		client := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-		peer := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-		p := startProc(t, "etcd", bin, "--name", "m0", "--data-dir", filepath.Join(t.TempDir(), "etcd"),
-			"--listen-client-urls", client, "--advertise-client-urls", client,
-			"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-			"--initial-cluster", "m0="+peer, "--initial-cluster-state", "new", "--log-level", "error")
-		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) {
-			select {
-			case <-p.exited:
-				deadline = time.Time{}
-				continue
-			default:
-			}
-			if testdeps.EtcdMemberServes(client, peer) {
-				return client
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		p.kill()
-		if attempt == 3 {
-			t.Fatalf("etcd did not serve on free ports in %d attempts; last output:\n%s", attempt, p.output())
-		}
-	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return testdeps.StartEtcdCluster(t, 1).Members[0].Endpoint
 }
 
 // serverURL is the API address in s's admin kubeconfig.
@@ -119,8 +67,8 @@ func serverURL(t *testing.T, s *server) string {
 func runLeasehold(t *testing.T, args ...string) (string, int) {
 	t.Helper()
 	p := startProc(t, "leasehold "+args[0], append([]string{binary}, args...)...)
-	code := p.wait(time.Minute)
-	return p.output(), code
+	code := p.Wait(time.Minute)
+	return p.Output(), code
 }
 
 // runCopy runs `leasehold leases copy ARGS` to its end (at most a minute)
@@ -128,6 +76,13 @@ func runLeasehold(t *testing.T, args ...string) (string, int) {
 func runCopy(t *testing.T, args ...string) (string, int) {
 	t.Helper()
 	p := startProc(t, "leases copy", append([]string{binary, "leases", "copy"}, args...)...)
-	code := p.wait(time.Minute)
-	return p.output(), code
+	code := p.Wait(time.Minute)
+	return p.Output(), code
+}
+
+// startProc runs argv with its output collected; the test's end stops it
+// by its PID and prints its output if the test failed.
+func startProc(t *testing.T, name string, argv ...string) *testdeps.Process {
+	t.Helper()
+	return testdeps.StartProcess(t, name, testdeps.ProcessOptions{}, argv...)
 }

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -60,13 +59,16 @@ type CacheSource struct {
 	cache *watchcache.Cache
 	log   *slog.Logger
 
-	current atomic.Pointer[Policy]
+	builder *Builder
 
 	mu      sync.Mutex
 	objects [len(kindPrefixes)]map[string]runtime.Object // by storage key
 	loaded  int                                          // watch prefixes whose initial state arrived
 
-	dirty  chan struct{} // a change awaits a rebuild (capacity 1)
+	// snapLoaded is loaded as of the objects of the Policy last built;
+	// only the builder's goroutine touches it.
+	snapLoaded int
+
 	synced chan struct{} // closed once a Policy holds every initial object
 }
 
@@ -77,20 +79,19 @@ func NewCacheSource(cache *watchcache.Cache, log *slog.Logger) *CacheSource {
 		log = slog.Default()
 	}
 	s := &CacheSource{
-		cache:  cache,
-		log:    log.With("component", "rbac"),
-		dirty:  make(chan struct{}, 1),
-		synced: make(chan struct{}),
+		builder: NewBuilder(),
+		cache:   cache,
+		log:     log.With("component", "rbac"),
+		synced:  make(chan struct{}),
 	}
 	for i := range s.objects {
 		s.objects[i] = map[string]runtime.Object{}
 	}
-	s.current.Store(empty)
 	return s
 }
 
 // Policy implements Source.
-func (s *CacheSource) Policy() *Policy { return s.current.Load() }
+func (s *CacheSource) Policy() *Policy { return s.builder.Policy() }
 
 // WaitSynced blocks until the Policy holds every RBAC object the cache held
 // when Run started, or ctx ends. Serve requests only after it returns, or
@@ -111,7 +112,7 @@ func (s *CacheSource) Run(ctx context.Context) error {
 	for _, p := range watchPrefixes {
 		wg.Go(func() { s.watch(ctx, p) })
 	}
-	wg.Go(func() { s.build(ctx) })
+	wg.Go(func() { s.builder.Run(ctx, s.snapshot, s.markSynced) })
 	wg.Wait()
 	return nil
 }
@@ -167,7 +168,7 @@ func (s *CacheSource) replace(prefix string, objs map[string]runtime.Object, fir
 		s.loaded++
 	}
 	s.mu.Unlock()
-	s.changed()
+	s.builder.Changed()
 }
 
 // set records obj at key (nil: deleted).
@@ -183,41 +184,28 @@ func (s *CacheSource) set(key string, obj runtime.Object) {
 		s.objects[k][key] = obj
 	}
 	s.mu.Unlock()
-	s.changed()
+	s.builder.Changed()
 }
 
-func (s *CacheSource) changed() {
+// markSynced closes synced once a Policy was built from objects recorded
+// after every watch prefix loaded its initial state.
+func (s *CacheSource) markSynced() {
+	if s.snapLoaded < len(watchPrefixes) {
+		return
+	}
 	select {
-	case s.dirty <- struct{}{}:
-	default: // a rebuild is already due; it will see this change too
+	case <-s.synced:
+	default:
+		close(s.synced)
 	}
 }
 
-// build makes a new Policy after each burst of changes.
-func (s *CacheSource) build(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.dirty:
-		}
-		objs, loaded := s.snapshot()
-		s.current.Store(NewPolicy(objs))
-		if loaded == len(watchPrefixes) {
-			select {
-			case <-s.synced:
-			default:
-				close(s.synced)
-			}
-		}
-	}
-}
-
-// snapshot collects the recorded objects, and how many watch prefixes have
-// loaded their initial state.
-func (s *CacheSource) snapshot() (Objects, int) {
+// snapshot collects the recorded objects, and notes how many watch
+// prefixes had loaded their initial state when it did.
+func (s *CacheSource) snapshot() (Objects, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.snapLoaded = s.loaded
 	var bad []string
 	o := Objects{
 		ClusterRoles:        collect[*rbacv1.ClusterRole](s.objects[clusterRoles], &bad),
@@ -230,7 +218,7 @@ func (s *CacheSource) snapshot() (Objects, int) {
 		// decoding bug, and the objects are left out rather than guessed at.
 		s.log.Error("ignoring RBAC objects of unexpected types", "keys", bad)
 	}
-	return o, s.loaded
+	return o, true
 }
 
 // collect returns the objects of type T, and adds the keys of the others

@@ -637,17 +637,7 @@ func pickPort(t testing.TB, component string, attempt int) int {
 			return p
 		}
 	}
-	return freePort(t)
-}
-
-// freePort is a port free on 127.0.0.1 now. Another process may take it
-// before ours binds it; the start functions retry on a new port then.
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("kubecluster: free port: %v", err)
-	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().(*net.TCPAddr).Port
+	// Another process may take it before ours binds it; the start
+	// functions retry on a new port then.
+	return testdeps.FreePort(t)
 }
