@@ -276,16 +276,25 @@ func (pr *probe) report(cutAt, restoredAt time.Time) string {
 				back = "answered again " + s.Ret.Sub(restoredAt).Round(time.Millisecond).String() + " after the link came back"
 			}
 		}
-		answers := make([]string, 0, len(counts))
-		for a, n := range counts {
-			answers = append(answers, fmt.Sprintf("%s x%d", a, n))
-		}
-		sort.Strings(answers)
-		what := "reads"
-		if write {
-			what = "writes"
-		}
-		parts = append(parts, fmt.Sprintf("%s got %s (longest %v), %s", what, strings.Join(answers, ", "), longest.Round(time.Millisecond), back))
+		parts = append(parts, fmt.Sprintf("%s got %s (longest %v), %s", probeKind(write), countsString(counts), longest.Round(time.Millisecond), back))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// probeKind names the probe's reads or writes.
+func probeKind(write bool) string {
+	if write {
+		return "writes"
+	}
+	return "reads"
+}
+
+// countsString lists answers and how many times each came, sorted.
+func countsString(counts map[string]int) string {
+	answers := make([]string, 0, len(counts))
+	for a, n := range counts {
+		answers = append(answers, fmt.Sprintf("%s x%d", a, n))
+	}
+	sort.Strings(answers)
+	return strings.Join(answers, ", ")
 }

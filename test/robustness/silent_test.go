@@ -2,7 +2,6 @@ package robustness
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 )
@@ -94,16 +93,7 @@ func (pr *probe) failOverReport(cutAt time.Time) string {
 			}
 			counts[s.Answer]++
 		}
-		answers := make([]string, 0, len(counts))
-		for a, n := range counts {
-			answers = append(answers, fmt.Sprintf("%s x%d", a, n))
-		}
-		sort.Strings(answers)
-		what := "reads"
-		if write {
-			what = "writes"
-		}
-		parts = append(parts, fmt.Sprintf("%s %s (before that: %s)", what, back, strings.Join(answers, ", ")))
+		parts = append(parts, fmt.Sprintf("%s %s (before that: %s)", probeKind(write), back, countsString(counts)))
 	}
 	return strings.Join(parts, "; ")
 }
