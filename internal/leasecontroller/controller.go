@@ -136,6 +136,11 @@ func (c *Controller) retryUpdate(ctx context.Context, base *coordinationv1.Lease
 			c.latest = updated
 			return nil
 		}
+		if ctx.Err() != nil {
+			// Stopping: the renewal in flight was cancelled, which is not
+			// a failure to report (sync returns quietly on it too).
+			return fmt.Errorf("renew lease: %w", ctx.Err())
+		}
 		c.log.Error("Failed to update lease", "err", err, "attempt", attempt+1)
 		if apierrors.IsConflict(err) {
 			base, _ = c.backoffEnsure(ctx)
