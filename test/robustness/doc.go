@@ -127,15 +127,17 @@
 // (linearizability-KEY.html, open it in a browser) and the servers' logs.
 //
 // Two sizes. The small run (TestRobustness, TestRobustnessEtcd,
-// TestFencing) is part of `go test ./...` and takes about three minutes
-// (TestRobustness: 45 s of traffic; the failpoint build about 15 s in each
+// TestFencing) is part of `go test ./...` and takes about four minutes
+// (TestRobustness: 45 s of traffic, TestRobustnessEtcd 75 s; 219 s for the
+// package in a full run on 2 cores; the failpoint build about 15 s in each
 // of TestRobustness and TestFencing once the compiler's cache is warm). The
 // long run is
 //
 //	LEASEHOLD_SOAK=30m go test ./test/robustness -run Soak -count=1 -v -timeout 2h
 //
 // which repeats traffic-and-faults rounds (each checked on its own, the
-// embedded store and etcd in turn) and fencing rounds until the duration
+// embedded store and etcd in turn, or one store with
+// LEASEHOLD_SOAK_STORE=embedded or etcd) and fencing rounds until the duration
 // has passed, and logs what it covered: operations, histories, faults of
 // each kind and violations.
 //
