@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/leasehold/leasehold/internal/testdeps"
 )
 
 // TestEtcdCopyNeverGoesBackwards: while a --follow copy into etcd carries
@@ -46,31 +48,9 @@ func TestEtcdCopyNeverGoesBackwards(t *testing.T) {
 	defer etcd.Close()
 	history := watchRenewTimes(t, etcd, "/registry/leases/team-a/contested")
 
-	ctx := ctxFor(t, time.Minute)
-	const rounds = 150
-	var wg sync.WaitGroup
-	for _, w := range []struct {
-		name string
-		c    kubernetes.Interface
-	}{{"source", src.Client}, {"direct", direct.Client}} {
-		wg.Go(func() { renewNow(ctx, t, w.c, w.name, rounds) })
-	}
-	wg.Wait()
-	time.Sleep(500 * time.Millisecond) // the copy's last writes, then their watch events
-	if err := follow.Stop(); err != nil {
-		t.Fatalf("leases copy --follow after SIGTERM: %v", err)
-	}
+	contend(t, follow, src.Client, direct.Client)
 	times := history()
-	for i := 1; i < len(times); i++ {
-		if times[i].Before(times[i-1]) {
-			t.Fatalf("etcd's renew time went backwards at version %d of %d: %v after %v", i, len(times), times[i], times[i-1])
-		}
-	}
-	summary := follow.WaitLine(0, time.Second, "leases copy done")
-	if !strings.Contains(summary, "errors 0") {
-		t.Errorf("summary %q: want no errors", summary)
-	}
-	t.Logf("%d versions in etcd, never older than the one before; %s", len(times), summary)
+	checkNeverOlder(t, follow, times, "in etcd")
 }
 
 // renewNow renews team-a/contested rounds times through c, stamping the
@@ -162,30 +142,46 @@ func TestAPICopyNeverGoesBackwards(t *testing.T) {
 		}
 	}()
 
+	contend(t, follow, src.Client, dst.Client)
+	w.Stop()
+	<-collected
+	checkNeverOlder(t, follow, times, "on the target")
+}
+
+// contend renews team-a/contested 150 times through the source and as many
+// straight on the target at once, then stops the follower once its last
+// copies and their watch events are through.
+func contend(t *testing.T, follow *testdeps.Process, src, dst kubernetes.Interface) {
+	t.Helper()
 	ctx := ctxFor(t, time.Minute)
 	const rounds = 150
 	var wg sync.WaitGroup
 	for _, c := range []struct {
 		name string
 		c    kubernetes.Interface
-	}{{"source", src.Client}, {"direct", dst.Client}} {
+	}{{"source", src}, {"direct", dst}} {
 		wg.Go(func() { renewNow(ctx, t, c.c, c.name, rounds) })
 	}
 	wg.Wait()
-	time.Sleep(500 * time.Millisecond) // the copy's last writes, then their watch events
+	time.Sleep(500 * time.Millisecond)
 	if err := follow.Stop(); err != nil {
 		t.Fatalf("leases copy --follow after SIGTERM: %v", err)
 	}
-	w.Stop()
-	<-collected
+}
+
+// checkNeverOlder fails t if the renew times seen where (the target's
+// versions in order) ever went backwards, or if the follower reported
+// errors.
+func checkNeverOlder(t *testing.T, follow *testdeps.Process, times []time.Time, where string) {
+	t.Helper()
 	for i := 1; i < len(times); i++ {
 		if times[i].Before(times[i-1]) {
-			t.Fatalf("the target's renew time went backwards at version %d of %d: %v after %v", i, len(times), times[i], times[i-1])
+			t.Fatalf("the renew time %s went backwards at version %d of %d: %v after %v", where, i, len(times), times[i], times[i-1])
 		}
 	}
 	summary := follow.WaitLine(0, time.Second, "leases copy done")
 	if !strings.Contains(summary, "errors 0") {
 		t.Errorf("summary %q: want no errors", summary)
 	}
-	t.Logf("%d versions on the target, never older than the one before; %s", len(times), summary)
+	t.Logf("%d versions %s, never older than the one before; %s", len(times), where, summary)
 }
