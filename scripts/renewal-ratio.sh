@@ -22,7 +22,10 @@
 # Environment: CLIENT (bench --client: typed, the default, or lean),
 # CLIENTS (default 64), CONNS (connections, default 4), CONTENT (protobuf,
 # the default, or json), SERVER_ENV and SERVER_FLAGS (extra environment and
-# flags for serve), PROFILE=0 to skip the profile.
+# flags for serve), PROFILE=0 to skip the profile. PIN=1 pins serve and
+# the baseline to CPU ${SERVER_CPU:-0} and the generator to CPU
+# ${BENCH_CPU:-1} with taskset (the Go runtime then runs each server with
+# GOMAXPROCS 1), so each server's figure is its own on one core.
 set -euo pipefail
 bin=$(realpath "$1") out=$2 duration=${3:-20s} rounds=${4:-5}
 rm -rf "$out"
@@ -34,17 +37,22 @@ cleanup() {
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 }
 trap cleanup EXIT
+server_prefix=() gen_prefix=()
+if [ "${PIN:-0}" = 1 ]; then
+	server_prefix=(taskset -c "${SERVER_CPU:-0}")
+	gen_prefix=(taskset -c "${BENCH_CPU:-1}")
+fi
 
 # shellcheck source=scripts/serve-fresh.sh
 . "$(dirname "$0")/serve-fresh.sh" # await_serving
 
 # shellcheck disable=SC2086 # SERVER_ENV and SERVER_FLAGS are lists of words
-env ${SERVER_ENV:-} "$bin" serve --data-dir "$out/data" --secure-port 0 ${SERVER_FLAGS:-} \
+env ${SERVER_ENV:-} "${server_prefix[@]}" "$bin" serve --data-dir "$out/data" --secure-port 0 ${SERVER_FLAGS:-} \
 	>"$out/server.out" 2>"$out/server.log" &
 server=$!
 pids+=("$server")
 await_serving "$out/server.log" "leasehold serve"
-"$bin" bench baseline --data-dir "$out/data" --kubeconfig-out "$out/baseline.kubeconfig" \
+"${server_prefix[@]}" "$bin" bench baseline --data-dir "$out/data" --kubeconfig-out "$out/baseline.kubeconfig" \
 	>"$out/baseline.out" 2>"$out/baseline.log" &
 baseline=$!
 pids+=("$baseline")
@@ -60,7 +68,7 @@ run() {
 		(sleep 3; kubectl --kubeconfig "$kc" get --raw "/debug/pprof/profile?seconds=$secs" >"$out/server.pprof" 2>/dev/null || true) &
 		prof=($!)
 	fi
-	/usr/bin/time -f '%U %S' -o "$out/$name-$r.time" "$bin" bench max --kubeconfig "$kc" \
+	/usr/bin/time -f '%U %S' -o "$out/$name-$r.time" "${gen_prefix[@]}" "$bin" bench max --kubeconfig "$kc" \
 		--clients "${CLIENTS:-64}" --connections "${CONNS:-4}" --client "${CLIENT:-typed}" \
 		--content-type "${CONTENT:-protobuf}" --duration "$duration" --server-pid "$pid" \
 		--output json >"$out/$name-$r.json" 2>"$out/$name-$r.log"
