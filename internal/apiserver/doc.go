@@ -124,7 +124,7 @@
 //   - Hand-off (objects/update.go, UpdateFrom): for resources with
 //     registry.Resource.HandOffUpdates, the written lease is interned with
 //     the watch cache's table (package intern, Config.Intern) and handed to
-//     the cache through storage.ObjectWriter, which adopts it
+//     the cache (watchcache.Cache.Expect, on either store), which adopts it
 //     (objects/cache.go, adopter) instead of decoding the stored value
 //     again: a renewal decoded its lease twice (2.6% of the server's CPU
 //     and 1 KB of garbage per renewal in the 100,000-node run).

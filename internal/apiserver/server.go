@@ -34,9 +34,9 @@ type Config struct {
 	Store     storage.Interface
 	Cache     *watchcache.Cache
 	// Intern, when set, is the table Cache's decoder interns with
-	// (objects.NewForm). With it, and a Store that is a storage.ObjectWriter,
-	// an update of a resource with HandOffUpdates interns the object it
-	// writes and hands it to the cache (objects.Form.CacheOptions' Adopt),
+	// (objects.NewForm). With it, an update of a resource with
+	// HandOffUpdates interns the object it writes and hands it to the cache
+	// (watchcache.Cache.Expect, then objects.Form.CacheOptions' Adopt),
 	// which then does not decode the stored value: a renewal decoded its
 	// lease twice.
 	Intern *intern.Table

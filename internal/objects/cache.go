@@ -57,7 +57,7 @@ func (f *Form) decoder() func(key string, value []byte, rev int64, prev runtime.
 // object the API server wrote (see apiserver.Config.Intern), already
 // interned, if it is of the type the key's resource stores, and sets its
 // resourceVersion and kind as the decoder would.
-func (f *Form) adopter() func(key string, obj any, rev int64) (runtime.Object, bool) {
+func (f *Form) adopter() func(key string, obj runtime.Object, rev int64) (runtime.Object, bool) {
 	byKey := f.byKey
 	// adoptable holds each resource's Go type and its apiVersion and kind,
 	// made once: setting them through SetGroupVersionKind builds a new
@@ -71,13 +71,12 @@ func (f *Form) adopter() func(key string, obj any, rev int64) (runtime.Object, b
 		apiVersion, kind := r.GroupVersionKind().ToAPIVersionAndKind()
 		byRes[r] = adoptable{reflect.TypeOf(r.New()), metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}}
 	}
-	return func(key string, obj any, rev int64) (runtime.Object, bool) {
+	return func(key string, o runtime.Object, rev int64) (runtime.Object, bool) {
 		res, err := byKey.lookup(key)
 		a := byRes[res]
-		if err != nil || reflect.TypeOf(obj) != a.typ {
+		if err != nil || reflect.TypeOf(o) != a.typ {
 			return nil, false
 		}
-		o := obj.(runtime.Object)
 		acc, err := meta.Accessor(o)
 		if err != nil {
 			return nil, false

@@ -25,10 +25,10 @@ type Config struct {
 	// Form is the stored form of Cache's objects (NewForm).
 	Form *Form
 	// Intern, when set, is the table Cache's decoder interns with
-	// (NewForm). With it, and a Storage that is a storage.ObjectWriter,
-	// an update of a resource with HandOffUpdates interns the object it
-	// writes and hands it to the cache (CacheOptions' Adopt), which then
-	// does not decode the stored value: a renewal decoded its lease twice.
+	// (NewForm). With it, an update of a resource with HandOffUpdates
+	// interns the object it writes and hands it to the cache
+	// (watchcache.Cache.Expect, then CacheOptions' Adopt), which then does
+	// not decode the stored value: a renewal decoded its lease twice.
 	Intern *intern.Table
 	// TypeConverter enables managedFields and server-side apply.
 	TypeConverter managedfields.TypeConverter

@@ -15,7 +15,6 @@ import (
 
 	"github.com/leasehold/leasehold/internal/admission"
 	"github.com/leasehold/leasehold/internal/registry"
-	"github.com/leasehold/leasehold/internal/storage"
 )
 
 // update.go is what an update means: the preconditions (uid,
@@ -304,17 +303,21 @@ func (s *Store) updateFrom(ctx context.Context, res *registry.Resource, key, sub
 		return out, nil, err
 	}
 	var rev int64
-	if ow, ok := s.storage.(storage.ObjectWriter); ok && res.HandOffUpdates && s.intern != nil {
-		// The written object goes to the watch cache as it is, so it is
-		// interned here as the cache's decoder would have. The answer is a
-		// shallow copy taken first: the cache sets the resourceVersion of
-		// the object it takes over, and nothing else in it changes again.
+	if res.HandOffUpdates && s.intern != nil && s.cache != nil {
+		// The written object goes to the watch cache as it is (Expect), so
+		// it is interned here as the cache's decoder would have. The
+		// answer is a shallow copy taken first: the cache sets the
+		// resourceVersion of the object it takes over, and nothing else in
+		// it changes again.
 		s.intern.ObjectLike(obj, cur)
 		handed := obj
 		if obj, acc, err = shallowCopy(obj); err != nil {
 			return nil, nil, err
 		}
-		rev, err = ow.UpdateObject(ctx, key, curRV, value, handed)
+		token := s.cache.Expect(key, value, handed)
+		if rev, err = s.storage.Update(ctx, key, curRV, value); err != nil {
+			s.cache.Withdraw(key, token)
+		}
 	} else {
 		rev, err = s.storage.Update(ctx, key, curRV, value)
 	}

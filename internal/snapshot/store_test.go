@@ -14,6 +14,7 @@ import (
 	"github.com/leasehold/leasehold/internal/storage/embedded"
 	"github.com/leasehold/leasehold/internal/storage/etcd"
 	"github.com/leasehold/leasehold/internal/storage/etcd/etcdtest"
+	"github.com/leasehold/leasehold/internal/storage/storagetest"
 )
 
 func testContext(t *testing.T) context.Context {
@@ -138,7 +139,7 @@ func checkRestored(t *testing.T, dir string, snap []byte, rev int64) {
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	events, err := s.Watch(wctx, Prefix, rev)
+	events, err := storagetest.WatchEvents(wctx, t, s, Prefix, rev)
 	if err != nil {
 		t.Fatal(err)
 	}

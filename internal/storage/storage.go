@@ -13,6 +13,11 @@
 //   - Watch delivers every event after the requested revision, in revision order,
 //     with no gaps and no duplicates, until its context ends or it is compacted
 //     away; events older than the last compaction fail with ErrCompacted.
+//   - Watch delivers events in batches: each receive is a non-empty slice of
+//     events in revision order, as the driver has them (one group commit of
+//     the embedded store, one watch response of etcd), so a busy store costs
+//     its watcher one channel hand-over per batch, not per event. A batch is
+//     shared between watchers and read-only.
 //   - Values are opaque bytes: the driver never looks inside them.
 package storage
 
@@ -95,26 +100,6 @@ type Event struct {
 	Revision int64
 	// CreateRevision of the key's current life (of the deleted life for EventDelete).
 	CreateRevision int64
-	// Object, if not nil, is the decoded form of Value that its writer
-	// handed over with ObjectWriter.UpdateObject: this process wrote the
-	// event, and a watcher that would decode Value may take Object instead.
-	// Drivers set it only on events they deliver live, in the writer's
-	// process. The object belongs to the watchers once written; the one
-	// watcher that takes it over (the process's watch cache) may set its
-	// resourceVersion, and every other watcher must ignore it.
-	Object any
-}
-
-// ObjectWriter is implemented by drivers that can pass a written value's
-// decoded object on to their watchers (Event.Object). A server decodes every
-// request body and then, in its watch cache, decodes the stored value again:
-// with this, the writer's object serves both, which spares a decode per
-// write (a lease renewal's case).
-type ObjectWriter interface {
-	// UpdateObject is Update, with obj the decoded form of value. obj
-	// belongs to the driver's watchers once the call starts: the caller
-	// must not read or write it any more.
-	UpdateObject(ctx context.Context, key string, expectedRevision int64, value []byte, obj any) (int64, error)
 }
 
 // ListResult is one page of a List.
@@ -207,14 +192,14 @@ type Interface interface {
 	// unconditionally when expectedRevision is 0. It returns the deleted value
 	// and the revision of the delete.
 	Delete(ctx context.Context, key string, expectedRevision int64) (KeyValue, int64, error)
-	// Watch streams every event under prefix with a revision > fromRevision.
-	// The channel closes when ctx ends or the driver stops; a driver that must
+	// Watch streams every event under prefix with a revision > fromRevision,
+	// in batches (see the package invariants). The channel closes when ctx ends or the driver stops; a driver that must
 	// end a watch early (compaction overtook a slow reader, shutdown) closes the
 	// channel after sending nothing more, and the caller re-watches from the
 	// last revision it saw. fromRevision older than the last compaction fails
 	// with ErrCompacted. Events carry PrevValue unless opts include
 	// WithoutPrevValue.
-	Watch(ctx context.Context, prefix string, fromRevision int64, opts ...WatchOption) (<-chan Event, error)
+	Watch(ctx context.Context, prefix string, fromRevision int64, opts ...WatchOption) (<-chan []Event, error)
 	// CurrentRevision is the revision of the newest acknowledged write.
 	CurrentRevision(ctx context.Context) (int64, error)
 	// Compact forgets history at or before revision: later List and Watch calls

@@ -63,12 +63,14 @@ func (c *Cache) decode(evs []storage.Event) []decoded {
 	return out
 }
 
-// decodeEvent returns the object of a put: its writer's, if the event
-// carries one Adopt takes, or else the value decoded.
+// decodeEvent returns the object of a put: its writer's, if the writer
+// handed one over (Expect) and Adopt takes it, or else the value decoded.
 func (c *Cache) decodeEvent(ev storage.Event, prev runtime.Object) (runtime.Object, error) {
-	if ev.Object != nil && c.opts.Adopt != nil {
-		if obj, ok := c.opts.Adopt(ev.Key, ev.Object, ev.Revision); ok {
-			return obj, nil
+	if c.opts.Adopt != nil {
+		if handed := c.handoffs.claim(ev.Key, ev.Value); handed != nil {
+			if obj, ok := c.opts.Adopt(ev.Key, handed, ev.Revision); ok {
+				return obj, nil
+			}
 		}
 	}
 	return c.opts.Decode(ev.Key, ev.Value, ev.Revision, prev)

@@ -7,10 +7,13 @@ import (
 
 	"github.com/leasehold/leasehold/internal/storage"
 	"github.com/leasehold/leasehold/internal/storage/embedded"
+	"github.com/leasehold/leasehold/internal/storage/etcd"
+	"github.com/leasehold/leasehold/internal/storage/etcd/etcdtest"
 )
 
 // backends are the stores the driver-independent tests run on: the in-memory
-// double, and the real embedded (pebble) driver on a temporary directory.
+// double, the real embedded (pebble) driver on a temporary directory, and
+// the etcd driver on a single in-process etcd member.
 var backends = []struct {
 	name string
 	open func(t testing.TB) storage.Interface
@@ -24,6 +27,21 @@ var backends = []struct {
 		t.Cleanup(func() {
 			if err := s.Close(); err != nil {
 				t.Errorf("closing embedded store: %v", err)
+			}
+		})
+		return s
+	}},
+	{"etcd", func(t testing.TB) storage.Interface {
+		srv := etcdtest.Start(t, etcdtest.Options{})
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		s, err := etcd.New(ctx, etcd.Config{Endpoints: []string{srv.Endpoint}, Logger: quietLogger()})
+		if err != nil {
+			t.Fatalf("etcd.New: %v", err)
+		}
+		t.Cleanup(func() {
+			if err := s.Close(); err != nil {
+				t.Errorf("closing etcd store: %v", err)
 			}
 		})
 		return s
@@ -57,13 +75,13 @@ func history(t testing.TB, s storage.Interface, prefix string, after int64) []st
 		// The newest write may lie outside prefix: stop once the store is quiet.
 		idle := time.NewTimer(300 * time.Millisecond)
 		select {
-		case ev, ok := <-ch:
+		case evs, ok := <-ch:
 			idle.Stop()
 			if !ok {
 				t.Fatalf("storage watch closed early")
 			}
-			out = append(out, ev)
-			if ev.Revision >= cur {
+			out = append(out, evs...)
+			if evs[len(evs)-1].Revision >= cur {
 				return out
 			}
 		case <-idle.C:

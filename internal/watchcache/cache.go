@@ -54,12 +54,12 @@ type Options struct {
 	// it may be called from several goroutines at once: readers decode cold
 	// entries (see Encode).
 	Decode func(key string, value []byte, rev int64, prev runtime.Object) (runtime.Object, error)
-	// Adopt, if set, takes over the object a storage event carries
-	// (storage.Event.Object, the writer's decoded form of the value) in
-	// place of decoding the value: it sets the object's resourceVersion to
-	// rev and returns it, or false if it does not take it (the value is
-	// then decoded). The cache is the object's only owner from then on.
-	Adopt func(key string, obj any, rev int64) (runtime.Object, bool)
+	// Adopt, if set, takes over the object a writer handed over with
+	// Expect (the writer's decoded form of the value) in place of decoding
+	// the value: it sets the object's resourceVersion to rev and returns
+	// it, or false if it does not take it (the value is then decoded). The
+	// cache is the object's only owner from then on.
+	Adopt func(key string, obj runtime.Object, rev int64) (runtime.Object, bool)
 	// Encode, if set, turns an object back into a stored value Decode reads.
 	// It lets the cache keep an object unchanged for ColdAfter compressed
 	// instead of decoded, and decode it again for each read (see cold.go).
@@ -163,6 +163,9 @@ type Cache struct {
 	lists *budget
 	// progress paces the store progress requests of waiting reads.
 	progress progressRequests
+	// handoffs holds the writers' objects for their writes' events
+	// (handoff.go).
+	handoffs handoffs
 }
 
 // New returns a cache over store; it holds nothing until Run has listed.

@@ -44,7 +44,7 @@
 //     budget runs alone.
 //   - A BOOKMARK at revision R is sent only after every event with revision <= R
 //     that the watcher matches has been sent.
-//   - Objects handed out (Get, List, Event.Object) are shared between all
+//   - Objects handed out (Get, List, a watcher's Event.Object) are shared between all
 //     readers and never mutated after publication: callers must DeepCopy before
 //     changing them. Their metadata.resourceVersion is the storage ModRevision
 //     (the deletion's revision for DELETED events).
@@ -54,11 +54,17 @@
 //     object costs no reader or writer any lock time. A cold object read
 //     twice is two equal objects, not one: nothing may rely on the identity
 //     of the objects the cache hands out.
-//   - With Options.Adopt set, a put whose storage event carries its writer's
-//     decoded object (storage.Event.Object: an update of this process, on
-//     the embedded store) publishes that object instead of decoding the
-//     value. The writer gave the object up when it wrote it, so the rule
-//     above (never mutated after publication) holds for it as for any other.
+//   - With Options.Adopt set, a put whose writer handed its decoded object
+//     over with Expect (an update of this process, on either store)
+//     publishes that object instead of decoding the value: the cache owns
+//     the hand-off (handoff.go), matching the event by key and exact value
+//     bytes. The writer gave the object up when it handed it over, so the
+//     rule above (never mutated after publication) holds for it as for any
+//     other.
+//   - The store's watch delivers batches (a group commit, an etcd watch
+//     response); the cache applies each batch, merged with any others
+//     already waiting up to maxBatch events, under one lock acquisition
+//     and one wake-up of its watchers.
 //   - The storage watch asks for progress (storage.WithProgressNotify): a
 //     progress event at R moves Revision() to R with no event, since every
 //     change up to R is applied. A read waiting for a revision asks the

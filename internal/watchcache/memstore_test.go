@@ -27,7 +27,7 @@ type memStore struct {
 
 type memWatch struct {
 	prefix string
-	out    chan storage.Event
+	out    chan []storage.Event
 	kill   chan struct{}
 	mu     sync.Mutex
 	queue  []storage.Event
@@ -158,7 +158,7 @@ func (s *memStore) Delete(_ context.Context, key string, expected int64) (storag
 	return cur, s.rev, nil
 }
 
-func (s *memStore) Watch(ctx context.Context, prefix string, from int64, _ ...storage.WatchOption) (<-chan storage.Event, error) {
+func (s *memStore) Watch(ctx context.Context, prefix string, from int64, _ ...storage.WatchOption) (<-chan []storage.Event, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.refuse {
@@ -167,7 +167,7 @@ func (s *memStore) Watch(ctx context.Context, prefix string, from int64, _ ...st
 	if from < s.compacted {
 		return nil, storage.ErrCompacted
 	}
-	w := &memWatch{prefix: prefix, out: make(chan storage.Event), kill: make(chan struct{}), wake: make(chan struct{}, 1)}
+	w := &memWatch{prefix: prefix, out: make(chan []storage.Event), kill: make(chan struct{}), wake: make(chan struct{}, 1)}
 	for _, ev := range s.history {
 		if ev.Revision > from && strings.HasPrefix(ev.Key, prefix) {
 			w.queue = append(w.queue, ev)
@@ -193,9 +193,11 @@ func (s *memStore) serve(ctx context.Context, w *memWatch) {
 		q := w.queue
 		w.queue = nil
 		w.mu.Unlock()
-		for _, ev := range q {
+		// What queued since the last send goes as one batch, as a
+		// driver's group commit does.
+		if len(q) > 0 {
 			select {
-			case w.out <- ev:
+			case w.out <- q:
 			case <-ctx.Done():
 				return
 			case <-w.kill:

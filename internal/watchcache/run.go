@@ -15,9 +15,10 @@ const (
 	// listPageSize bounds one storage List call so a large prefix is read in
 	// pages (all at one revision) instead of one huge allocation.
 	listPageSize = 10_000
-	// maxBatch bounds the storage events applied under one lock acquisition:
-	// batching amortises the lock and the wake-up, the cap keeps readers from
-	// waiting long.
+	// maxBatch bounds the storage events merged from several of the store's
+	// batches and applied under one lock acquisition: batching amortises
+	// the lock and the wake-up, the cap keeps readers from waiting long (a
+	// single store batch larger than it is applied whole).
 	maxBatch   = 512
 	minBackoff = 100 * time.Millisecond
 	maxBackoff = 5 * time.Second
@@ -116,30 +117,38 @@ func (c *Cache) list(ctx context.Context) error {
 }
 
 // consume applies storage events until ch closes or ctx ends and returns how
-// many it applied. Events already queued are applied together as one batch.
-func (c *Cache) consume(ctx context.Context, ch <-chan storage.Event) int {
+// many it applied. The store's batches already queued are applied together,
+// up to maxBatch events, under one lock acquisition and one wake-up.
+func (c *Cache) consume(ctx context.Context, ch <-chan []storage.Event) int {
 	n := 0
-	batch := make([]storage.Event, 0, maxBatch)
+	var batch []storage.Event
 	for {
 		select {
 		case <-ctx.Done():
 			return n
-		case ev, ok := <-ch:
+		case evs, ok := <-ch:
 			if !ok {
 				return n
 			}
-			batch = append(batch[:0], ev)
+			// The store's batch is shared and read-only; it is applied as
+			// it is unless more are waiting.
+			batch = evs
 		}
 		open := true
+		merged := false
 	drain:
 		for len(batch) < maxBatch {
 			select {
-			case ev, ok := <-ch:
+			case evs, ok := <-ch:
 				if !ok {
 					open = false
 					break drain
 				}
-				batch = append(batch, ev)
+				if !merged {
+					batch = append(make([]storage.Event, 0, max(maxBatch, len(batch)+len(evs))), batch...)
+					merged = true
+				}
+				batch = append(batch, evs...)
 			default:
 				break drain
 			}

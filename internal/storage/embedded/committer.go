@@ -23,13 +23,10 @@ const (
 // writeReq is one write waiting for the committer. done is buffered so the
 // committer never waits for the writer to read its answer.
 type writeReq struct {
-	ctx   context.Context
-	op    writeOp
-	key   string
-	value []byte
-	// obj is the decoded value its writer handed over (UpdateObject), for
-	// the live event.
-	obj      any
+	ctx      context.Context
+	op       writeOp
+	key      string
+	value    []byte
 	expected int64
 	done     chan writeResult
 }
@@ -42,25 +39,19 @@ type writeResult struct {
 
 // Create implements storage.Interface.
 func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, error) {
-	res := s.submit(ctx, opCreate, key, value, nil, 0)
+	res := s.submit(ctx, opCreate, key, value, 0)
 	return res.rev, res.err
 }
 
 // Update implements storage.Interface.
 func (s *Store) Update(ctx context.Context, key string, expectedRevision int64, value []byte) (int64, error) {
-	return s.UpdateObject(ctx, key, expectedRevision, value, nil)
-}
-
-// UpdateObject implements storage.ObjectWriter: obj rides on the live event
-// of the write.
-func (s *Store) UpdateObject(ctx context.Context, key string, expectedRevision int64, value []byte, obj any) (int64, error) {
-	res := s.submit(ctx, opUpdate, key, value, obj, expectedRevision)
+	res := s.submit(ctx, opUpdate, key, value, expectedRevision)
 	return res.rev, res.err
 }
 
 // Delete implements storage.Interface.
 func (s *Store) Delete(ctx context.Context, key string, expectedRevision int64) (storage.KeyValue, int64, error) {
-	res := s.submit(ctx, opDelete, key, nil, nil, expectedRevision)
+	res := s.submit(ctx, opDelete, key, nil, expectedRevision)
 	return res.prev, res.rev, res.err
 }
 
@@ -75,7 +66,7 @@ func (s *Store) Delete(ctx context.Context, key string, expectedRevision int64) 
 // now empty, answer channel are free. That saves a renewal two allocations
 // (BenchmarkUpdateParallel64, whose writers build their keys with one
 // Sprintf: 4 -> 1 allocs/op, 468 -> 181 B/op).
-func (s *Store) submit(ctx context.Context, op writeOp, key string, value []byte, obj any, expected int64) writeResult {
+func (s *Store) submit(ctx context.Context, op writeOp, key string, value []byte, expected int64) writeResult {
 	if err := ctx.Err(); err != nil {
 		return writeResult{err: err}
 	}
@@ -84,7 +75,7 @@ func (s *Store) submit(ctx context.Context, op writeOp, key string, value []byte
 		req = &writeReq{done: make(chan writeResult, 1)}
 	}
 	defer s.recycle(req)
-	req.ctx, req.op, req.key, req.obj, req.expected = ctx, op, key, obj, expected
+	req.ctx, req.op, req.key, req.expected = ctx, op, key, expected
 	if op != opDelete {
 		// The value outlives the call (watchers get it) without a copy:
 		// callers hand it over (storage.Interface), and copying every
@@ -411,9 +402,7 @@ func (c *committer) apply(b *pebble.Batch, req *writeReq, rev int64) writeResult
 		return writeResult{err: c.broken}
 	}
 	c.pending[req.key] = next
-	ev := rec.event(rev)
-	ev.Object = req.obj
-	c.events = append(c.events, ev)
+	c.events = append(c.events, rec.event(rev))
 	c.prevRevs = append(c.prevRevs, rec.prevModRev)
 	res := writeResult{rev: rev}
 	if req.op == opDelete {

@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/leasehold/leasehold/internal/storage"
+	"github.com/leasehold/leasehold/internal/storage/storagetest"
 )
 
 // logRevisions lists the revisions of the log records in (from, to].
@@ -113,7 +114,7 @@ func TestCompactionKeepsWhatALaterWriteReplaced(t *testing.T) {
 		string(res.KVs[1].Value) != "b2" || res.KVs[1].ModRevision != b2 {
 		t.Fatalf("list at the compacted revision %d: %+v, want /k/a=a1@%d and /k/b=b2@%d", b2, res.KVs, a, b2)
 	}
-	ch, err := s.Watch(ctx, "/k/", b2)
+	ch, err := storagetest.WatchEvents(ctx, t, s, "/k/", b2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +216,7 @@ func TestOpenRestoresRecordsAnOldCompactionDeleted(t *testing.T) {
 	if len(res.KVs) != 2 || string(res.KVs[0].Value) != "a1" || string(res.KVs[1].Value) != "b2" {
 		t.Fatalf("list at the compacted revision %d: %+v, want /k/a=a1 and /k/b=b2", b2, res.KVs)
 	}
-	ch, err := s.Watch(ctx, "/k/b", b2)
+	ch, err := storagetest.WatchEvents(ctx, t, s, "/k/b", b2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
 	"github.com/leasehold/leasehold/internal/storage"
+	"github.com/leasehold/leasehold/internal/storage/storagetest"
 )
 
 // mountTmpfs mounts a tmpfs of size bytes on a fresh directory, unmounted
@@ -235,7 +236,7 @@ func TestWALFaultRecovers(t *testing.T) {
 	s := openTest(t, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	events, err := s.Watch(ctx, "/k/", 0)
+	events, err := storagetest.WatchEvents(ctx, t, s, "/k/", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

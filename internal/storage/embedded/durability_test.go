@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/storage"
+	"github.com/leasehold/leasehold/internal/storage/storagetest"
 )
 
 // crashChildEnv, when set to a directory, makes the test binary act as the
@@ -232,7 +233,7 @@ func verifyAfterCrash(t *testing.T, dir string, acks []ackedWrite) {
 		}
 	}
 	history := make(map[int64]storage.Event, head-compacted)
-	ch, err := s.Watch(ctx, crashKeyPrefix, compacted)
+	ch, err := storagetest.WatchEvents(ctx, t, s, crashKeyPrefix, compacted)
 	if err != nil {
 		t.Fatalf("watch history: %v", err)
 	}

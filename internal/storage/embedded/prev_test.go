@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/storage"
+	"github.com/leasehold/leasehold/internal/storage/storagetest"
 )
 
 // With no watcher that wants previous values, the committer reads none back:
@@ -21,7 +22,7 @@ func TestLiveEventsReadNoPrevValueUnlessWanted(t *testing.T) {
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ch, err := s.Watch(wctx, "/k/", rev, storage.WithoutPrevValue)
+	ch, err := storagetest.WatchEvents(wctx, t, s, "/k/", rev, storage.WithoutPrevValue)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/storage"
+	"github.com/leasehold/leasehold/internal/storage/storagetest"
 )
 
 func testCtx(t *testing.T) context.Context {
@@ -54,7 +55,7 @@ func TestReopenKeepsStateAndRevision(t *testing.T) {
 		t.Fatalf("update after reopen: rev %d err %v, want rev %d", rev, err, del+1)
 	}
 	// History after the compaction survived too.
-	ch, err := s.Watch(ctx, "/k/", a2)
+	ch, err := storagetest.WatchEvents(ctx, t, s, "/k/", a2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestCompactionBoundary(t *testing.T) {
 	}
 	// The log records at or below c are gone, so watching from c-1 (which
 	// needs the event at c) must fail, and from c must work.
-	if _, err := s.Watch(ctx, "/k/", c-1); !errors.Is(err, storage.ErrCompacted) {
+	if _, err := storagetest.WatchEvents(ctx, t, s, "/k/", c-1); !errors.Is(err, storage.ErrCompacted) {
 		t.Fatalf("watch from %d after compacting at %d: %v", c-1, c, err)
 	}
 	if _, err := s.List(ctx, "/k/", storage.ListOptions{Revision: c - 1}); !errors.Is(err, storage.ErrCompacted) {
@@ -134,7 +135,7 @@ func TestSlowWatcherCatchesUpFromLog(t *testing.T) {
 	ctx := testCtx(t)
 	s := openTest(t, Options{WatchBuffer: 2})
 	start, _ := s.CurrentRevision(ctx)
-	ch, err := s.Watch(ctx, "/k/", start)
+	ch, err := storagetest.WatchEvents(ctx, t, s, "/k/", start)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func TestSlowWatcherClosedByCompaction(t *testing.T) {
 	ctx := testCtx(t)
 	s := openTest(t, Options{WatchBuffer: 1})
 	start, _ := s.CurrentRevision(ctx)
-	ch, err := s.Watch(ctx, "/k/", start)
+	ch, err := storagetest.WatchEvents(ctx, t, s, "/k/", start)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +298,7 @@ func TestClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch, err := s.Watch(ctx, "/", 0)
+	ch, err := storagetest.WatchEvents(ctx, t, s, "/", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +328,7 @@ func TestClose(t *testing.T) {
 	if _, err := s.Get(ctx, "/k/0/0"); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Get after Close: %v", err)
 	}
-	if _, err := s.Watch(ctx, "/", 0); !errors.Is(err, ErrClosed) {
+	if _, err := storagetest.WatchEvents(ctx, t, s, "/", 0); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Watch after Close: %v", err)
 	}
 	if err := s.Close(); err != nil {
@@ -354,4 +355,51 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// TestGroupCommitIsOneWatchBatch checks that the watch hands a group
+// commit's events over together: 64 writers updating at once produce fewer
+// batches than events, every batch in revision order and all of them
+// together every revision exactly once.
+func TestGroupCommitIsOneWatchBatch(t *testing.T) {
+	s := openTest(t, Options{})
+	ctx := t.Context()
+	start, err := s.CurrentRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batches, err := s.Watch(ctx, "/k/", start, storage.WithoutPrevValue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers = 64
+	var wg sync.WaitGroup
+	for i := range writers {
+		wg.Go(func() {
+			if _, err := s.Create(ctx, fmt.Sprintf("/k/%02d", i), []byte("v")); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	next, n := start+1, 0
+	deadline := time.After(10 * time.Second)
+	for next <= start+writers {
+		select {
+		case batch := <-batches:
+			n++
+			for _, ev := range batch {
+				if ev.Revision != next {
+					t.Fatalf("batch %d: revision %d, want %d", n, ev.Revision, next)
+				}
+				next++
+			}
+		case <-deadline:
+			t.Fatalf("events up to %d of %d after 10s", next-1, start+writers)
+		}
+	}
+	if n >= writers {
+		t.Fatalf("%d concurrent writes came in %d batches: the group commit was split", writers, n)
+	}
+	t.Logf("%d concurrent writes came in %d batches", writers, n)
 }

@@ -11,9 +11,14 @@ import (
 	"github.com/leasehold/leasehold/internal/storage"
 )
 
-// watchOutBuffer smooths delivery to the caller; the real buffering against
-// a slow caller is the live channel (Options.WatchBuffer batches).
-const watchOutBuffer = 64
+// watchOutBuffer smooths delivery to the caller, in batches; the real
+// buffering against a slow caller is the live channel (Options.WatchBuffer
+// batches).
+const watchOutBuffer = 16
+
+// replayBatch caps the events of the log one replayed batch carries, so a
+// watcher catching up on a long history gets it in bounded slices.
+const replayBatch = 256
 
 // errReopening ends a replay whose snapshot belongs to a DB being reopened.
 var errReopening = errors.New("the store is reopening its files")
@@ -25,9 +30,11 @@ type watcher struct {
 	prev bool
 }
 
-// Watch implements storage.Interface. The returned events' byte slices are
-// shared between watchers: callers must not modify them.
-func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64, opts ...storage.WatchOption) (<-chan storage.Event, error) {
+// Watch implements storage.Interface. A live batch is one group commit's
+// events under the prefix; a replayed one at most replayBatch events of the
+// log. The batches and their byte slices are shared between watchers:
+// callers must not modify them.
+func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64, opts ...storage.WatchOption) (<-chan []storage.Event, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -44,7 +51,7 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64, op
 	// Added while holding lifecycle, so Close's Wait cannot have started.
 	s.goroutines.Add(1)
 	s.release()
-	out := make(chan storage.Event, watchOutBuffer)
+	out := make(chan []storage.Event, watchOutBuffer)
 	go s.runWatcher(ctx, &watcher{prefix: prefix, prev: storage.WantsPrevValue(opts)}, fromRevision, out)
 	return out, nil
 }
@@ -53,7 +60,7 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64, op
 // closes: replay from the log until caught up with the committer, then take
 // live batches from it. last is the newest revision already examined, so
 // whichever phase runs next resumes exactly after it.
-func (s *Store) runWatcher(ctx context.Context, w *watcher, last int64, out chan<- storage.Event) {
+func (s *Store) runWatcher(ctx context.Context, w *watcher, last int64, out chan<- []storage.Event) {
 	defer s.goroutines.Done()
 	defer close(out)
 	log := s.opts.Logger.With("prefix", w.prefix)
@@ -116,28 +123,39 @@ func (s *Store) removeLocked(w *watcher) {
 
 // follow delivers live batches until live is closed by publish (the watcher
 // overflowed: stop=false, go back to replay) or the watch ends (stop=true).
-func (s *Store) follow(ctx context.Context, w *watcher, live <-chan []storage.Event, last int64, out chan<- storage.Event) (int64, bool) {
+// A batch whose events all fall under the watcher's prefix and after last
+// (the common case: the watch cache watches every key) is passed on as it
+// is, shared with the other watchers; otherwise the watcher's part of it is
+// copied out.
+func (s *Store) follow(ctx context.Context, w *watcher, live <-chan []storage.Event, last int64, out chan<- []storage.Event) (int64, bool) {
 	for {
 		select {
 		case batch, ok := <-live:
 			if !ok {
 				return last, false
 			}
-			for _, ev := range batch {
-				// A batch committed while we replayed can overlap the replay.
-				if ev.Revision <= last {
-					continue
-				}
-				if strings.HasPrefix(ev.Key, w.prefix) {
-					select {
-					case out <- ev:
-					case <-ctx.Done():
-						return last, true
-					case <-s.closing:
-						return last, true
+			mine := batch
+			if !wholeBatch(batch, w.prefix, last) {
+				mine = nil
+				for _, ev := range batch {
+					// A batch committed while we replayed can overlap the replay.
+					if ev.Revision > last && strings.HasPrefix(ev.Key, w.prefix) {
+						mine = append(mine, ev)
 					}
 				}
-				last = ev.Revision
+			}
+			if n := len(batch); n > 0 {
+				last = max(last, batch[n-1].Revision)
+			}
+			if len(mine) == 0 {
+				continue
+			}
+			select {
+			case out <- mine:
+			case <-ctx.Done():
+				return last, true
+			case <-s.closing:
+				return last, true
 			}
 		case <-ctx.Done():
 			return last, true
@@ -145,6 +163,20 @@ func (s *Store) follow(ctx context.Context, w *watcher, live <-chan []storage.Ev
 			return last, true
 		}
 	}
+}
+
+// wholeBatch reports whether every event of batch is under prefix and after
+// last, so a watcher may take the batch as it is.
+func wholeBatch(batch []storage.Event, prefix string, last int64) bool {
+	if len(batch) == 0 || batch[0].Revision <= last {
+		return false
+	}
+	for i := range batch {
+		if !strings.HasPrefix(batch[i].Key, prefix) {
+			return false
+		}
+	}
+	return true
 }
 
 // publish makes rev the acknowledged revision and hands the batch's events
@@ -201,7 +233,7 @@ func (s *Store) fillPrevValues(events []storage.Event, prevRevs []int64) error {
 // up to the newest durable revision, and returns that revision. It reads one
 // pebble snapshot, so a concurrent compaction either happened entirely before
 // (ErrCompacted) or not at all.
-func (s *Store) replay(ctx context.Context, w *watcher, after int64, out chan<- storage.Event) (int64, error) {
+func (s *Store) replay(ctx context.Context, w *watcher, after int64, out chan<- []storage.Event) (int64, error) {
 	prefix := w.prefix
 	if err := s.acquire(); err != nil {
 		return after, err
@@ -233,6 +265,26 @@ func (s *Store) replay(ctx context.Context, w *watcher, after int64, out chan<- 
 	}
 	defer it.Close()
 	next := after + 1
+	var batch []storage.Event
+	// send passes the batch on; after moves only past events sent, so a
+	// replay that ends early resumes exactly after the last one delivered.
+	send := func(upTo int64) error {
+		if len(batch) > 0 {
+			select {
+			case out <- batch:
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-s.closing:
+				return ErrClosed
+			case <-abort:
+				return errReopening
+			}
+			batch = nil
+		}
+		after = upTo
+		return nil
+	}
+	seen := after
 	for ok := it.First(); ok; ok = it.Next() {
 		rev, err := decodeLogKey(it.Key())
 		if err != nil {
@@ -251,21 +303,21 @@ func (s *Store) replay(ctx context.Context, w *watcher, after int64, out chan<- 
 					return after, fmt.Errorf("log revision %d: %w", rev, err)
 				}
 			}
-			select {
-			case out <- rec.event(rev):
-			case <-ctx.Done():
-				return after, ctx.Err()
-			case <-s.closing:
-				return after, ErrClosed
-			case <-abort:
-				return after, errReopening
+			batch = append(batch, rec.event(rev))
+			if len(batch) == replayBatch {
+				if err := send(rev); err != nil {
+					return after, err
+				}
 			}
 		}
-		after = rev
+		seen = rev
 		next++
 	}
 	if err := it.Error(); err != nil {
 		return after, fmt.Errorf("iterate log: %w", err)
+	}
+	if err := send(seen); err != nil {
+		return after, err
 	}
 	if after != head {
 		return after, fmt.Errorf("log ends at %d, store at %d: %w", after, head, errCorrupt)

@@ -26,10 +26,8 @@
 //     A lost connection is tried again at least every 2 s (reconnect.go),
 //     not gRPC's up to 120 s, so a replica cut off from etcd answers again
 //     within about that once the cluster is back.
-//   - UpdateObject (storage.ObjectWriter) hands its decoded object to the
-//     watch event of its own write, matched by key and exact value bytes
-//     (handoff.go), so the writing replica's watch cache does not decode
-//     the value again.
+//   - Each etcd watch response is one batch of the storage watch, so a
+//     response of many events costs its watcher one hand-over.
 //   - Keys: Leasehold's keys all start with "/registry" (for example
 //     "/registry/leases/kube-node-lease/node-1"). The driver replaces that
 //     leading "/registry" with Config.Prefix, kube-apiserver's --etcd-prefix.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/storage"
 	"github.com/leasehold/leasehold/internal/storage/etcd/etcdtest"
+	"github.com/leasehold/leasehold/internal/storage/storagetest"
 )
 
 // TestPrefixMapping checks where keys land in etcd: the leading "/registry"
@@ -148,7 +149,7 @@ func TestCloseEndsWatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch, err := s.Watch(ctx, "/registry/", 0)
+	ch, err := storagetest.WatchEvents(ctx, t, s, "/registry/", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/storage"
 	"github.com/leasehold/leasehold/internal/storage/etcd/etcdtest"
+	"github.com/leasehold/leasehold/internal/storage/storagetest"
 	"github.com/leasehold/leasehold/internal/testdeps"
 	"github.com/leasehold/leasehold/internal/watchcache"
 )
@@ -51,11 +52,11 @@ func TestWatchProgressNotify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	progress, err := s.Watch(ctx, "/registry/leases/", start, storage.WithoutPrevValue, storage.WithProgressNotify)
+	progress, err := storagetest.WatchEvents(ctx, t, s, "/registry/leases/", start, storage.WithoutPrevValue, storage.WithProgressNotify)
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := s.Watch(ctx, "/registry/leases/", start)
+	plain, err := storagetest.WatchEvents(ctx, t, s, "/registry/leases/", start)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +187,7 @@ func TestProgressNeedsFixedEtcd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch, err := s.Watch(ctx, "/registry/k/", rev-1, storage.WithProgressNotify)
+	ch, err := storagetest.WatchEvents(ctx, t, s, "/registry/k/", rev-1, storage.WithProgressNotify)
 	if err != nil {
 		t.Fatal(err)
 	}

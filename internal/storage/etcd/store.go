@@ -29,10 +29,6 @@ type Store struct {
 	// progress says whether watches get progress notifications (progress.go).
 	progress progressSupport
 
-	// handoffs carries UpdateObject's objects to their watch events
-	// (handoff.go).
-	handoffs handoffs
-
 	// compacted is the newest compaction this Store knows of (its own
 	// Compact calls and CompactedRevision's searches); it only grows.
 	compacted atomic.Int64
@@ -64,10 +60,7 @@ func (s *Store) acquire() error {
 
 func (s *Store) release() { s.inflight.Done() }
 
-var (
-	_ storage.Interface    = (*Store)(nil)
-	_ storage.ObjectWriter = (*Store)(nil)
-)
+var _ storage.Interface = (*Store)(nil)
 
 // New connects to the cluster and checks it answers a linearizable read
 // within cfg.DialTimeout (or before ctx ends), so a wrong endpoint fails here

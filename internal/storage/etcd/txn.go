@@ -18,8 +18,8 @@ import (
 // reflection, copies the value twice (through a string) and takes a
 // mutex per step: the clones alone were 2% of a replica's CPU profile
 // under bench max on 3 etcd members (scripts/etcd-ratio.sh), for an If
-// of one comparison; like handoff.go's gain, it is smaller than the
-// round-to-round spread of the replica's CPU per renewal on the shared
+// of one comparison; like the watch cache's hand-off of the writer's
+// object, it is smaller than the round-to-round spread of the replica's CPU per renewal on the shared
 // machine it was measured on.
 
 // maxCallSendMsgSize and maxCallRecvMsgSize are clientv3's defaults, set

@@ -10,13 +10,14 @@ import (
 	"github.com/leasehold/leasehold/internal/storage"
 )
 
-// watchOutBuffer lets the forwarding goroutine pass on one etcd response
-// (often many events) without waiting on the caller for each event.
-const watchOutBuffer = 128
+// watchOutBuffer lets the forwarding goroutine pass on etcd's responses,
+// each one batch, without waiting on the caller for each.
+const watchOutBuffer = 16
 
 // Watch implements storage.Interface with an etcd watch from fromRevision+1
 // with previous values (see the package doc for how compaction is reported).
-func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64, opts ...storage.WatchOption) (<-chan storage.Event, error) {
+// Each etcd watch response is one batch.
+func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64, opts ...storage.WatchOption) (<-chan []storage.Event, error) {
 	ek, err := s.keys.toEtcd(prefix)
 	if err != nil {
 		return nil, err
@@ -48,7 +49,7 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64, op
 		eopts = append(eopts, clientv3.WithProgressNotify())
 	}
 	wch := s.client.Watch(wctx, ek, eopts...)
-	out := make(chan storage.Event, watchOutBuffer)
+	out := make(chan []storage.Event, watchOutBuffer)
 	go func() {
 		defer s.release()
 		defer close(out)
@@ -81,7 +82,7 @@ func (s *Store) checkNotCompacted(ctx context.Context, prefix string, fromRevisi
 
 // forward converts etcd's responses into events until the watch ends;
 // with progress, etcd's progress notifications become EventProgress.
-func (s *Store) forward(ctx context.Context, prefix string, wch clientv3.WatchChan, out chan<- storage.Event, progress bool) {
+func (s *Store) forward(ctx context.Context, prefix string, wch clientv3.WatchChan, out chan<- []storage.Event, progress bool) {
 	log := s.log.With("prefix", prefix)
 	for {
 		var wr clientv3.WatchResponse
@@ -113,19 +114,24 @@ func (s *Store) forward(ctx context.Context, prefix string, wch clientv3.WatchCh
 			// answers RequestProgress on every watch of the stream.
 			if progress {
 				select {
-				case out <- storage.Event{Type: storage.EventProgress, Revision: wr.Header.Revision}:
+				case out <- []storage.Event{{Type: storage.EventProgress, Revision: wr.Header.Revision}}:
 				case <-ctx.Done():
 					return
 				}
 			}
 			continue
 		}
-		for _, ev := range wr.Events {
-			select {
-			case out <- s.toEvent(ev):
-			case <-ctx.Done():
-				return
-			}
+		if len(wr.Events) == 0 {
+			continue
+		}
+		batch := make([]storage.Event, len(wr.Events))
+		for i, ev := range wr.Events {
+			batch[i] = s.toEvent(ev)
+		}
+		select {
+		case out <- batch:
+		case <-ctx.Done():
+			return
 		}
 	}
 }
@@ -145,7 +151,6 @@ func (s *Store) toEvent(ev *clientv3.Event) storage.Event {
 	e.Type = storage.EventPut
 	e.Value = nonNil(ev.Kv.Value)
 	e.CreateRevision = ev.Kv.CreateRevision
-	e.Object = s.handoffs.claim(ev.Kv.Key, ev.Kv.Value)
 	if !ev.IsCreate() && ev.PrevKv != nil {
 		e.PrevValue = nonNil(ev.PrevKv.Value)
 	}

@@ -14,7 +14,48 @@ func watch(ctx context.Context, t *testing.T, s storage.Interface, prefix string
 	if err != nil {
 		t.Fatalf("Watch(%q, %d): %v", prefix, from, err)
 	}
-	return ch
+	return Events(ctx, t, ch)
+}
+
+// WatchEvents is s.Watch with its batches passed on one event at a time
+// (Events), for tests that read a watch event by event.
+func WatchEvents(ctx context.Context, t testing.TB, s storage.Interface, prefix string, from int64, opts ...storage.WatchOption) (<-chan storage.Event, error) {
+	batches, err := s.Watch(ctx, prefix, from, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return Events(ctx, t, batches), nil
+}
+
+// Events passes a watch's events on one at a time, checking that every
+// batch keeps the interface's promise: not empty, in revision order, each
+// after the batch before it. It closes its channel when the watch's does;
+// once ctx ends it drops the events it still gets, so the test learns that
+// the watch closes without having to read them.
+func Events(ctx context.Context, t testing.TB, batches <-chan []storage.Event) <-chan storage.Event {
+	out := make(chan storage.Event)
+	go func() {
+		defer close(out)
+		var last int64
+		for batch := range batches {
+			if len(batch) == 0 {
+				t.Errorf("watch delivered an empty batch after revision %d", last)
+			}
+			for _, ev := range batch {
+				if ev.Type != storage.EventProgress && ev.Revision <= last {
+					t.Errorf("watch delivered revision %d after %d", ev.Revision, last)
+				}
+				if ev.Type != storage.EventProgress {
+					last = ev.Revision
+				}
+				select {
+				case out <- ev:
+				case <-ctx.Done():
+				}
+			}
+		}
+	}()
+	return out
 }
 
 func testWatchFromRevision(t *testing.T, s storage.Interface) {
@@ -168,10 +209,11 @@ func testWatchWithoutPrevValue(t *testing.T, s storage.Interface) {
 	a2 := mustUpdate(ctx, t, s, p+"a", a1, "a2")
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	lean, err := s.Watch(wctx, p, start, storage.WithoutPrevValue)
+	leanBatches, err := s.Watch(wctx, p, start, storage.WithoutPrevValue)
 	if err != nil {
 		t.Fatalf("Watch(%q, %d, WithoutPrevValue): %v", p, start, err)
 	}
+	lean := Events(wctx, t, leanBatches)
 	full := watch(wctx, t, s, p, start)
 	replayed := []wantEvent{
 		{typ: storage.EventPut, key: p + "a", value: "a1", rev: a1, createRev: a1},

@@ -1,0 +1,122 @@
+package watchcache
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/leasehold/leasehold/internal/storage"
+)
+
+// adoptLease is the tests' Options.Adopt: it takes a handed-over Lease and
+// sets its resourceVersion, as objects.Form's adopter does.
+func adoptLease(_ string, obj runtime.Object, rev int64) (runtime.Object, bool) {
+	l, ok := obj.(*coordinationv1.Lease)
+	if !ok {
+		return nil, false
+	}
+	l.ResourceVersion = strconv.FormatInt(rev, 10)
+	return l, true
+}
+
+// TestExpectHandsTheWritersObjectToItsEvent checks the hand-off on every
+// store: the object given to Expect before a write is the very object the
+// cache publishes for that write, once, with its resourceVersion set; a
+// write nobody handed an object for, a handed object whose write failed and
+// was withdrawn, and an object handed for other bytes are all decoded from
+// the stored value instead.
+func TestExpectHandsTheWritersObjectToItsEvent(t *testing.T) {
+	onEachBackend(t, func(t *testing.T, s storage.Interface) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c := startCache(t, s, Options{Adopt: adoptLease})
+		key := leaseKey("ns", "a")
+		rev, err := s.Create(ctx, key, encodeLease(t, "ns", "a", "h0", nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// published waits for the cache to apply rev and returns the
+		// object it holds for key.
+		published := func(rev int64) runtime.Object {
+			t.Helper()
+			if err := c.WaitForRevision(ctx, rev); err != nil {
+				t.Fatalf("waiting for revision %d: %v", rev, err)
+			}
+			obj, ok := c.Get(key)
+			if !ok {
+				t.Fatalf("%s not in the cache at revision %d", key, rev)
+			}
+			return obj
+		}
+		decodedAt := func(obj runtime.Object, rev int64, holder string) {
+			t.Helper()
+			if holderOf(obj) != holder || rvOf(t, obj) != rev {
+				t.Fatalf("cache holds holder %q at %d, want %q at %d", holderOf(obj), rvOf(t, obj), holder, rev)
+			}
+		}
+
+		// Handed over: the writer's own object, its resourceVersion set.
+		value := encodeLease(t, "ns", "a", "h1", nil)
+		handed, err := decodeLease(key, value, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Expect(key, value, handed)
+		if rev, err = s.Update(ctx, key, rev, value); err != nil {
+			t.Fatal(err)
+		}
+		got := published(rev)
+		if got != handed {
+			t.Fatalf("the cache decoded the write instead of taking the writer's object")
+		}
+		decodedAt(got, rev, "h1")
+
+		// Not handed over: decoded.
+		if rev, err = s.Update(ctx, key, rev, encodeLease(t, "ns", "a", "h2", nil)); err != nil {
+			t.Fatal(err)
+		}
+		decodedAt(published(rev), rev, "h2")
+
+		// Handed over, but the write failed and the writer withdrew it:
+		// a later write of the same bytes is decoded, not given the
+		// withdrawn object.
+		value = encodeLease(t, "ns", "a", "h3", nil)
+		withdrawn, err := decodeLease(key, value, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		token := c.Expect(key, value, withdrawn)
+		if _, err := s.Update(ctx, key, rev-1, value); !errors.Is(err, storage.ErrConflict) {
+			t.Fatalf("update at a stale revision: %v, want a conflict", err)
+		}
+		c.Withdraw(key, token)
+		if rev, err = s.Update(ctx, key, rev, value); err != nil {
+			t.Fatal(err)
+		}
+		if got := published(rev); got == withdrawn {
+			t.Fatalf("the cache took an object its writer withdrew")
+		} else {
+			decodedAt(got, rev, "h3")
+		}
+
+		// Handed over for other bytes than those written: decoded.
+		stale, err := decodeLease(key, encodeLease(t, "ns", "a", "other", nil), 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Expect(key, encodeLease(t, "ns", "a", "other", nil), stale)
+		if rev, err = s.Update(ctx, key, rev, encodeLease(t, "ns", "a", "h4", nil)); err != nil {
+			t.Fatal(err)
+		}
+		if got := published(rev); got == stale {
+			t.Fatalf("the cache took an object handed over for other bytes")
+		} else {
+			decodedAt(got, rev, "h4")
+		}
+	})
+}
