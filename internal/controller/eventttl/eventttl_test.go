@@ -17,7 +17,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestExpiredEventsAreDeleted(t *testing.T) {
-	events := startWithTTL(t, 200*time.Millisecond)
+	events := startWithTTL(t, 2*time.Second, 200*time.Millisecond)
 	ctx := context.Background()
 	createEvent(t, events, "fresh", time.Now().Add(time.Hour))
 	createEvent(t, events, "ageing", time.Now())
@@ -37,7 +37,10 @@ func TestExpiredEventsAreDeleted(t *testing.T) {
 // A sweep remembers each event's timestamp by revision: an event touched
 // again after a sweep saw it must be judged by its new timestamp.
 func TestRetouchedEventOutlivesItsFirstTimestamp(t *testing.T) {
-	events := startWithTTL(t, 100*time.Millisecond)
+	// A TTL of 4 s leaves the update 3 s to land before the first
+	// timestamp expires: on a loaded machine (group commits of 200 ms) the
+	// 1 s a 2 s TTL left was once not enough, and the event was gone.
+	events := startWithTTL(t, 4*time.Second, 100*time.Millisecond)
 	ctx := context.Background()
 	ev := createEvent(t, events, "retouched", time.Now())
 	time.Sleep(time.Second) // several sweeps see the first timestamp
@@ -46,18 +49,18 @@ func TestRetouchedEventOutlivesItsFirstTimestamp(t *testing.T) {
 	if _, err := events.Update(ctx, ev, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * time.Second) // past the first timestamp's expiry
+	time.Sleep(4 * time.Second) // past the first timestamp's expiry
 	if _, err := events.Get(ctx, "retouched", metav1.GetOptions{}); err != nil {
 		t.Fatalf("the event was expired by the timestamp it had before it was touched again: %v", err)
 	}
 }
 
-// startWithTTL starts a server whose events expire 2 s after their last
+// startWithTTL starts a server whose events expire ttl after their last
 // update, swept every interval, and returns its default namespace's events.
-func startWithTTL(t *testing.T, interval time.Duration) typedcorev1.EventInterface {
+func startWithTTL(t *testing.T, ttl, interval time.Duration) typedcorev1.EventInterface {
 	t.Helper()
 	srv := servertest.Start(t, func(c *server.Config) {
-		c.EventTTL = 2 * time.Second
+		c.EventTTL = ttl
 		c.EventTTLInterval = interval
 	})
 	return srv.Client.CoreV1().Events("default")
