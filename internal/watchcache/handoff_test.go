@@ -120,3 +120,54 @@ func TestExpectHandsTheWritersObjectToItsEvent(t *testing.T) {
 		}
 	})
 }
+
+// TestHandoffKeepsTheKeysTwoNewestObjects checks the table's slots: a
+// writer that hands over its next write before the event of the previous
+// one is claimed still has both claimed, each by its own bytes; a third
+// pushes the oldest out; a withdrawn object is never claimed, and the
+// table is empty once everything was claimed or withdrawn.
+func TestHandoffKeepsTheKeysTwoNewestObjects(t *testing.T) {
+	c := New(nil, Options{Prefix: "/registry/", Decode: decodeLease, Adopt: adoptLease, Logger: quietLogger()})
+	key := leaseKey("ns", "a")
+	objs := map[string]runtime.Object{}
+	expect := func(holder string) uint64 {
+		value := encodeLease(t, "ns", "a", holder, nil)
+		obj, err := decodeLease(key, value, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs[holder] = obj
+		return c.Expect(key, value, obj)
+	}
+	claim := func(holder string) runtime.Object {
+		return c.handoffs.claim(key, encodeLease(t, "ns", "a", holder, nil))
+	}
+	expect("h1")
+	expect("h2")
+	if got := claim("h1"); got != objs["h1"] {
+		t.Fatalf("the older of two pending objects was not claimed")
+	}
+	if got := claim("h2"); got != objs["h2"] {
+		t.Fatalf("the newer of two pending objects was not claimed")
+	}
+	if got := claim("h2"); got != nil {
+		t.Fatalf("an object was claimed twice")
+	}
+	expect("h3")
+	expect("h4")
+	expect("h5")
+	if got := claim("h3"); got != nil {
+		t.Fatalf("the oldest of three objects was kept")
+	}
+	withdrawn := expect("h6") // pushes h4 out
+	c.Withdraw(key, withdrawn)
+	if got := claim("h6"); got != nil {
+		t.Fatalf("a withdrawn object was claimed")
+	}
+	if got := claim("h5"); got != objs["h5"] {
+		t.Fatalf("withdrawing one object lost another")
+	}
+	if n := c.handoffs.pending.Load(); n != 0 || len(c.handoffs.byKey) != 0 {
+		t.Fatalf("table holds %d objects under %d keys, want none", n, len(c.handoffs.byKey))
+	}
+}
