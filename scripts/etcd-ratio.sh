@@ -16,7 +16,14 @@
 # the load average: on a machine whose cores the processes share, every
 # CPU-ms the replica and bench max spend is taken from etcd. Results, logs
 # and a CPU profile of the replica (taken during the last max run) are
-# left in $OUT.
+# left in $OUT (server.pprof; embedded.pprof for the embedded server).
+#
+# Unless EMBEDDED=0 it also starts `serve` on the embedded store (data in
+# $OUT/embedded) and runs the same bench max against it in every round,
+# before or after the replica's run in turn, and prints the replica's CPU
+# per renewal as a multiple of the embedded server's (issue 34's target:
+# at most 1.3x) and etcd's CPU per renewal through the replica as a
+# multiple of its CPU per raw compare-and-put (at most 1.1x).
 #
 #   scripts/etcd-ratio.sh BINARY OUT [DURATION] [ROUNDS]
 #
@@ -26,7 +33,7 @@
 # sends the raw transactions to the etcd leader, as the replica does, for
 # the stricter yardstick), BENCH_BIN (the binary that runs both benches,
 # default BINARY: A/B runs of two servers then share one load generator),
-# PROFILE=0 to skip the profile.
+# PROFILE=0 to skip the profile, EMBEDDED=0 to skip the embedded server.
 set -euo pipefail
 bin=$(realpath "$1") out=$2
 gen=$(realpath "${BENCH_BIN:-$1}") duration=${3:-20s} rounds=${4:-3}
@@ -77,6 +84,19 @@ for _ in $(seq 1 150); do
 done
 grep -q '"msg":"serving"' "$out/server.log" || { echo "server did not start; see $out/server.log" >&2; exit 1; }
 kc=$out/replica/admin.kubeconfig
+embedded=""
+if [ "${EMBEDDED:-1}" = 1 ]; then
+	# shellcheck disable=SC2086 # SERVER_ENV and SERVER_FLAGS are lists of words
+	env ${SERVER_ENV:-} "$bin" serve --data-dir "$out/embedded" --secure-port 0 ${SERVER_FLAGS:-} \
+		>"$out/embedded.out" 2>"$out/embedded.log" &
+	embedded=$!
+	pids+=("$embedded")
+	for _ in $(seq 1 150); do
+		grep -q '"msg":"serving"' "$out/embedded.log" 2>/dev/null && break
+		sleep 0.2
+	done
+	grep -q '"msg":"serving"' "$out/embedded.log" || { echo "embedded server did not start; see $out/embedded.log" >&2; exit 1; }
+fi
 
 # cpu_ms PID...: the CPU time (user+system) the processes have used, in ms.
 cpu_ms() {
@@ -91,6 +111,20 @@ cpu_ms() {
 etcd_pids=("${pids[@]:0:3}")
 # per1000 CPU_MS OPS_JSON: CPU-ms per 1,000 operations of a run.
 per1000() { python3 -c 'import json,sys; print(round(int(sys.argv[1]) * 1000 / max(1, json.load(open(sys.argv[2]))["ops"])))' "$1" "$2"; }
+
+# run_embedded ROUND: the same bench max against the embedded server (with
+# a profile of it in $OUT/embedded.pprof in the last round).
+run_embedded() {
+	[ -n "$embedded" ] || return 0
+	local eprof=()
+	if [ "$1" = "$rounds" ] && [ "${PROFILE:-1}" = 1 ]; then
+		(sleep 3; kubectl --kubeconfig "$out/embedded/admin.kubeconfig" get --raw "/debug/pprof/profile?seconds=$(( ${duration%s} / 2 ))" >"$out/embedded.pprof" 2>/dev/null || true) &
+		eprof=($!)
+	fi
+	"$gen" bench max --kubeconfig "$out/embedded/admin.kubeconfig" --clients "$clients" --connections "${CONNS:-4}" --client lean \
+		--duration "$duration" --server-pid "$embedded" --output json >"$out/embedded-$1.json" 2>"$out/embedded-$1.log"
+	[ ${#eprof[@]} = 0 ] || wait "${eprof[@]}"
+}
 
 ratios=()
 for r in $(seq 1 "$rounds"); do
@@ -107,11 +141,14 @@ for r in $(seq 1 "$rounds"); do
 		(sleep 3; kubectl --kubeconfig "$kc" get --raw "/debug/pprof/profile?seconds=$secs" >"$out/server.pprof" 2>/dev/null || true) &
 		prof=($!)
 	fi
+	# The embedded server's run goes before the replica's in even rounds.
+	(( r % 2 )) || run_embedded "$r"
 	e0=$(cpu_ms "${etcd_pids[@]}")
 	/usr/bin/time -f '%U %S' -o "$out/max-$r.time" "$gen" bench max --kubeconfig "$kc" --clients "$clients" --connections "${CONNS:-4}" --client lean \
 		--duration "$duration" --server-pid "$server" --output json >"$out/max-$r.json" 2>"$out/max-$r.log"
 	max_etcd=$(per1000 $(( $(cpu_ms "${etcd_pids[@]}") - e0 )) "$out/max-$r.json")
 	max_gen=$(per1000 "$(awk '{printf "%d", ($1 + $2) * 1000}' "$out/max-$r.time")" "$out/max-$r.json")
+	(( r % 2 == 0 )) || run_embedded "$r"
 	[ ${#prof[@]} = 0 ] || wait "${prof[@]}"
 	raw=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["throughput"])' "$out/raw-$r.json")
 	read -r max cpu < <(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["throughput"], d["server"]["cpuMsPer1000Ops"])' "$out/max-$r.json")
@@ -119,6 +156,10 @@ for r in $(seq 1 "$rounds"); do
 	ratios+=("$ratio")
 	printf 'round %d: raw %.0f/s  max %.0f/s  ratio %s  CPU-ms per 1000: raw (etcd %s, generator %s)  max (etcd %s, replica %.0f, generator %s)  load %s\n' \
 		"$r" "$raw" "$max" "$ratio" "$raw_etcd" "$raw_gen" "$max_etcd" "$cpu" "$max_gen" "$(cut -d' ' -f1 /proc/loadavg)" | tee -a "$out/summary.txt"
+	if [ -n "$embedded" ]; then
+		read -r emb ecpu < <(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["throughput"], d["server"]["cpuMsPer1000Ops"])' "$out/embedded-$r.json")
+		python3 -c "print(f'round $r: replica/embedded {$cpu/$ecpu:.2f} (replica {$cpu:.0f}, embedded {$ecpu:.0f} CPU-ms per 1000, embedded {$emb:.0f}/s)  etcd through replica/raw {$max_etcd/$raw_etcd:.2f}')" | tee -a "$out/summary.txt"
+	fi
 done
 printf '%s\n' "${ratios[@]}" | sort -n | python3 -c 'import sys, statistics
 r = [float(x) for x in sys.stdin]

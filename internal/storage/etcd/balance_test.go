@@ -118,7 +118,7 @@ func txnCount(t *testing.T, ep string) float64 {
 }
 
 // newTestStoreOn is newTestStore with several endpoints.
-func newTestStoreOn(t *testing.T, endpoints []string, prefix string) *Store {
+func newTestStoreOn(t testing.TB, endpoints []string, prefix string) *Store {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -135,7 +135,7 @@ func newTestStoreOn(t *testing.T, endpoints []string, prefix string) *Store {
 }
 
 // freePort returns a port free on 127.0.0.1 a moment ago.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -151,7 +151,7 @@ func freePort(t *testing.T) int {
 // port can be taken by another process before etcd binds it (tests run in
 // parallel): that member exits, and the cluster is started again on new
 // ports, up to three times.
-func startDebianCluster(t *testing.T, bin string, n int) ([]string, []*exec.Cmd) {
+func startDebianCluster(t testing.TB, bin string, n int) ([]string, []*exec.Cmd) {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
 		clients, procs, err := tryDebianCluster(t, bin, n)
@@ -167,7 +167,7 @@ func startDebianCluster(t *testing.T, bin string, n int) ([]string, []*exec.Cmd)
 
 // tryDebianCluster is one attempt of startDebianCluster. On an error its
 // processes are already stopped.
-func tryDebianCluster(t *testing.T, bin string, n int) ([]string, []*exec.Cmd, error) {
+func tryDebianCluster(t testing.TB, bin string, n int) ([]string, []*exec.Cmd, error) {
 	t.Helper()
 	clients := make([]string, n)
 	peers := make([]string, n)

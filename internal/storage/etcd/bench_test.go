@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/leasehold/leasehold/internal/storage"
 	"github.com/leasehold/leasehold/internal/storage/etcd/etcdtest"
+	"github.com/leasehold/leasehold/internal/testdeps"
 )
 
 // benchWriters is `bench max`'s 64 concurrent renewing clients.
@@ -65,6 +69,86 @@ func BenchmarkCAS(b *testing.B) {
 	})
 }
 
+// BenchmarkReplicaWrite measures the driver's own CPU per renewal as a
+// `serve` replica spends it, apart from etcd's: etcd runs as 3 Debian
+// etcd-server processes (apt-get install etcd-server; skipped without it),
+// so this process's CPU (cpu-µs/op, from getrusage) is the driver's, the
+// gRPC client's and its watch's. Each write is UpdateObject, as
+// objects.Store renews a lease, made on a fresh goroutine about 3 KB of
+// stack deep, as the HTTP/2 server runs each API request, and a watch of
+// the keys without previous values and with progress notifications (the
+// watch cache's) takes every event, handed-over object included. On a
+// shared machine compare two commits alternately:
+//
+//	go test -c -o /tmp/etcd.test ./internal/storage/etcd/
+//	/tmp/etcd.test -test.run '^$' -test.bench ReplicaWrite -test.benchtime 20000x -test.count 3
+func BenchmarkReplicaWrite(b *testing.B) {
+	bin := testdeps.Debian(b, "etcd-server", "etcd")
+	members, _ := startDebianCluster(b, bin, 3)
+	s := newTestStoreOn(b, members, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	events, err := s.Watch(ctx, "/registry/bench/", 0, storage.WithoutPrevValue, storage.WithProgressNotify)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var received, claimed atomic.Int64
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		for ev := range events {
+			if ev.Type != storage.EventPut {
+				continue
+			}
+			received.Add(1)
+			if ev.Object != nil {
+				claimed.Add(1)
+			}
+		}
+	}()
+	b.Cleanup(func() {
+		cancel()
+		<-drained
+	})
+	var writes atomic.Int64
+	runCAS(b, s, bytes.Repeat([]byte("x"), 300), func(ctx context.Context, key string, rev int64) (next int64, err error) {
+		// A renewal's value differs from the previous one (its renewTime).
+		value := fmt.Appendf(bytes.Repeat([]byte("x"), 280), "%020d", writes.Add(1))
+		obj := &value
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			withStackInUse(3, func() { next, err = s.UpdateObject(ctx, key, rev, value, obj) })
+		}()
+		<-done
+		return next, err
+	})
+	// The watch takes every write (the keys' creation included) before
+	// the next run; the share of writes whose object it took is
+	// handed-over/op (the rest it would decode).
+	want := writes.Load() + benchWriters
+	for deadline := time.Now().Add(10 * time.Second); received.Load() < want && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if received.Load() < want {
+		b.Fatalf("the watch received %d events for %d writes", received.Load(), want)
+	}
+	b.ReportMetric(float64(claimed.Load())/float64(writes.Load()), "handed-over/op")
+}
+
+// withStackInUse calls f with about kb KB of the goroutine's stack in use
+// by its callers, as an API request's handler has when it reaches storage.
+//
+//go:noinline
+func withStackInUse(kb int, f func()) {
+	var pad [1000]byte
+	if kb <= 0 {
+		f()
+		return
+	}
+	pad[kb%len(pad)] = byte(kb)
+	withStackInUse(kb-1-int(pad[0]), f) // pad[0] is 0: the frame stays
+}
+
 // runCAS creates one key per writer, warms up, then shares b.N swaps among
 // the writers.
 func runCAS(b *testing.B, s *Store, value []byte, cas casFunc) {
@@ -102,8 +186,19 @@ func runCAS(b *testing.B, s *Store, value []byte, cas casFunc) {
 		}
 	}
 	swap(benchWriters * benchWarmUp)
+	cpu0 := processCPU(b)
 	b.ResetTimer()
 	swap(int64(b.N))
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
+	b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+}
+
+// processCPU is the CPU time (user and system) this process has used.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -19,6 +19,9 @@ func (m keyMap) toEtcd(key string) (string, error) {
 	if !strings.HasPrefix(key, ownRoot) {
 		return "", fmt.Errorf("etcd: key %q is outside %s", key, ownRoot)
 	}
+	if m.prefix == ownRoot {
+		return key, nil // stored verbatim: no copy
+	}
 	return m.prefix + key[len(ownRoot):], nil
 }
 

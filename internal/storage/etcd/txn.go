@@ -49,6 +49,46 @@ func (s *Store) txn(ctx context.Context, req *pb.TxnRequest) (*pb.TxnResponse, e
 	return resp, nil
 }
 
+// updateTxn is Update's transaction, If(ModRevision==expected) Then(Put)
+// Else(count), with every message and slice it points to in one
+// allocation instead of twelve. With keyMap.toEtcd's verbatim key,
+// BenchmarkReplicaWrite went from 147 to 135 allocations and from 81-86
+// to 76-82 CPU-µs per renewal (4 alternating runs each, load 7-13): less
+// than the replica's round-to-round spread under bench max.
+type updateTxn struct {
+	req      pb.TxnRequest
+	cmps     [1]*pb.Compare
+	cmp      pb.Compare
+	modRev   pb.Compare_ModRevision
+	success  [1]*pb.RequestOp
+	putOp    pb.RequestOp
+	putUnion pb.RequestOp_RequestPut
+	put      pb.PutRequest
+	failure  [1]*pb.RequestOp
+	rangeOp  pb.RequestOp
+	rngUnion pb.RequestOp_RequestRange
+	rng      pb.RangeRequest
+}
+
+// newUpdateTxn builds the transaction that puts value at key if its
+// ModRevision is rev, and else counts key.
+func newUpdateTxn(key, value []byte, rev int64) *pb.TxnRequest {
+	t := new(updateTxn)
+	t.modRev.ModRevision = rev
+	t.cmp.Key, t.cmp.Target, t.cmp.Result, t.cmp.TargetUnion = key, pb.Compare_MOD, pb.Compare_EQUAL, &t.modRev
+	t.cmps[0] = &t.cmp
+	t.put.Key, t.put.Value = key, value
+	t.putUnion.RequestPut = &t.put
+	t.putOp.Request = &t.putUnion
+	t.success[0] = &t.putOp
+	t.rng.Key, t.rng.CountOnly = key, true
+	t.rngUnion.RequestRange = &t.rng
+	t.rangeOp.Request = &t.rngUnion
+	t.failure[0] = &t.rangeOp
+	t.req.Compare, t.req.Success, t.req.Failure = t.cmps[:], t.success[:], t.failure[:]
+	return &t.req
+}
+
 // modRevisionIs compares key's ModRevision with rev (a missing key's is 0).
 func modRevisionIs(key []byte, rev int64) *pb.Compare {
 	return &pb.Compare{

@@ -60,12 +60,7 @@ func (s *Store) update(ctx context.Context, key, ek string, expectedRevision int
 	}
 	cctx, cancel := s.callContext(ctx)
 	defer cancel()
-	k := []byte(ek)
-	resp, err := s.txn(cctx, &pb.TxnRequest{
-		Compare: []*pb.Compare{modRevisionIs(k, expectedRevision)},
-		Success: []*pb.RequestOp{putOp(k, value)},
-		Failure: []*pb.RequestOp{countOp(k)},
-	})
+	resp, err := s.txn(cctx, newUpdateTxn([]byte(ek), value, expectedRevision))
 	if err != nil {
 		return 0, s.fail(ctx, "etcd: update "+key, true, err)
 	}
