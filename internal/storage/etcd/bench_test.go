@@ -73,12 +73,12 @@ func BenchmarkCAS(b *testing.B) {
 // `serve` replica spends it, apart from etcd's: etcd runs as 3 Debian
 // etcd-server processes (apt-get install etcd-server; skipped without it),
 // so this process's CPU (cpu-µs/op, from getrusage) is the driver's, the
-// gRPC client's and its watch's. Each write is UpdateObject, as
+// gRPC client's and its watch's. Each write is an Update, as
 // objects.Store renews a lease, made on a fresh goroutine about 3 KB of
 // stack deep, as the HTTP/2 server runs each API request, and a watch of
 // the keys without previous values and with progress notifications (the
-// watch cache's) takes every event, handed-over object included. On a
-// shared machine compare two commits alternately:
+// watch cache's) takes every batch of events. On a shared machine compare
+// two commits alternately:
 //
 //	go test -c -o /tmp/etcd.test ./internal/storage/etcd/
 //	/tmp/etcd.test -test.run '^$' -test.bench ReplicaWrite -test.benchtime 20000x -test.count 3
@@ -91,17 +91,15 @@ func BenchmarkReplicaWrite(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var received, claimed atomic.Int64
+	var received atomic.Int64
 	drained := make(chan struct{})
 	go func() {
 		defer close(drained)
-		for ev := range events {
-			if ev.Type != storage.EventPut {
-				continue
-			}
-			received.Add(1)
-			if ev.Object != nil {
-				claimed.Add(1)
+		for batch := range events {
+			for _, ev := range batch {
+				if ev.Type == storage.EventPut {
+					received.Add(1)
+				}
 			}
 		}
 	}()
@@ -113,18 +111,16 @@ func BenchmarkReplicaWrite(b *testing.B) {
 	runCAS(b, s, bytes.Repeat([]byte("x"), 300), func(ctx context.Context, key string, rev int64) (next int64, err error) {
 		// A renewal's value differs from the previous one (its renewTime).
 		value := fmt.Appendf(bytes.Repeat([]byte("x"), 280), "%020d", writes.Add(1))
-		obj := &value
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			withStackInUse(3, func() { next, err = s.UpdateObject(ctx, key, rev, value, obj) })
+			withStackInUse(3, func() { next, err = s.Update(ctx, key, rev, value) })
 		}()
 		<-done
 		return next, err
 	})
 	// The watch takes every write (the keys' creation included) before
-	// the next run; the share of writes whose object it took is
-	// handed-over/op (the rest it would decode).
+	// the next run.
 	want := writes.Load() + benchWriters
 	for deadline := time.Now().Add(10 * time.Second); received.Load() < want && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
@@ -132,7 +128,6 @@ func BenchmarkReplicaWrite(b *testing.B) {
 	if received.Load() < want {
 		b.Fatalf("the watch received %d events for %d writes", received.Load(), want)
 	}
-	b.ReportMetric(float64(claimed.Load())/float64(writes.Load()), "handed-over/op")
 }
 
 // withStackInUse calls f with about kb KB of the goroutine's stack in use
