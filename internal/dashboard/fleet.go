@@ -75,6 +75,44 @@ func (f *Fleet) SetLease(l *coordinationv1.Lease) {
 	now := f.clock.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.setRecord(r, now)
+}
+
+// applyLeases applies a batch of watch events, seen at one moment.
+func (f *Fleet) applyLeases(batch []leaseEvent) {
+	now := f.clock.Now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range batch {
+		if batch[i].deleted {
+			f.deleteLease(batch[i].rec.key)
+		} else {
+			f.setRecord(&batch[i].rec, now)
+		}
+	}
+}
+
+// replaceLeases applies a list: recs are added or updated, and every
+// other lease is forgotten.
+func (f *Fleet) replaceLeases(recs []leaseRecord) {
+	now := f.clock.Now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	listed := make(map[leaseKey]bool, len(recs))
+	for i := range recs {
+		f.setRecord(&recs[i], now)
+		listed[recs[i].key] = true
+	}
+	for k := range f.leases {
+		if !listed[k] {
+			f.deleteLease(k)
+		}
+	}
+}
+
+// setRecord records r (which it copies) as added or updated at now. f.mu
+// is held.
+func (f *Fleet) setRecord(r *leaseRecord, now time.Time) {
 	old := f.leases[r.key]
 	if old != nil {
 		r.lateAt, r.lateGap, r.skew = old.lateAt, old.lateGap, old.skew
@@ -84,7 +122,9 @@ func (f *Fleet) SetLease(l *coordinationv1.Lease) {
 		f.leader(r.key).observe(old, r, now)
 	}
 	if old == nil {
-		f.leases[r.key] = r
+		rec := new(leaseRecord)
+		*rec = *r
+		f.leases[r.key] = rec
 		f.dirty = true
 		return
 	}
@@ -132,8 +172,13 @@ func observeRenewal(old, r *leaseRecord, now time.Time) {
 func (f *Fleet) DeleteLease(ns, name string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, ok := f.leases[leaseKey{ns, name}]; ok {
-		delete(f.leases, leaseKey{ns, name})
+	f.deleteLease(leaseKey{ns, name})
+}
+
+// deleteLease forgets a lease. f.mu is held.
+func (f *Fleet) deleteLease(k leaseKey) {
+	if _, ok := f.leases[k]; ok {
+		delete(f.leases, k)
 		f.dirty = true
 	}
 }
