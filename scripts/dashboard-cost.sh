@@ -10,9 +10,13 @@
 # second) for 70 s; in the middle 30 s of the renewals it reads the
 # dashboard's and the server's CPU time from /proc and prints each as
 # cores and as CPU-µs per renewal. Two server binaries with one BINARY
-# compare what the server's watch streams cost their watcher.
+# compare what the server's watch streams cost their watcher. VIEWERS=N
+# (default 0) keeps N pages open on the dashboard throughout (curl reading
+# its event stream, as a browser tab does) and prints how many node leases
+# the last summary they received counted; DASHBOARD_FLAGS (words) are added
+# to the dashboard's flags (e.g. --cpu-profile FILE).
 set -euo pipefail
-[ $# -ge 3 ] || { sed -n 2,13p "$0"; exit 2; }
+[ $# -ge 3 ] || { sed -n 2,17p "$0"; exit 2; }
 srv=$1 bin=$2 out=$3 nodes=${4:-20000}
 rate=$((nodes / 10))
 mkdir -p "$out"
@@ -20,10 +24,17 @@ mkdir -p "$out"
 . "$(dirname "$0")/serve-fresh.sh"
 serve_fresh "$srv" "$out"
 kc=$out/data/admin.kubeconfig
-"$bin" dashboard --kubeconfig "$kc" --listen 127.0.0.1:0 >"$out/dashboard.out" 2>"$out/dashboard.log" &
+# shellcheck disable=SC2086 # DASHBOARD_FLAGS is a list of words
+"$bin" dashboard ${DASHBOARD_FLAGS:-} --kubeconfig "$kc" --listen 127.0.0.1:0 >"$out/dashboard.out" 2>"$out/dashboard.log" &
 dash=$!
-trap 'kill "$dash" "$server" 2>/dev/null; wait 2>/dev/null || true' EXIT
+viewers=()
+trap 'kill "${viewers[@]}" "$dash" "$server" 2>/dev/null; wait 2>/dev/null || true' EXIT
 sleep 3
+url=$(sed -n 's/^Dashboard: //p' "$out/dashboard.out")
+for i in $(seq 1 "${VIEWERS:-0}"); do
+	curl -sN "${url}events" >"$out/viewer-$i.sse" 2>&1 &
+	viewers+=($!)
+done
 "$bin" bench rate --kubeconfig "$kc" --nodes "$nodes" --interval 10s --client lean --duration 70s --namespace kube-node-lease >"$out/bench.out" 2>&1 &
 bench=$!
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
@@ -46,3 +57,6 @@ for name, a, b in (("dashboard", d0, d1), ("server", s0, s1)):
     print(f"{name}: {cores:.3f} cores, {cores / rate * 1e6:.1f} CPU-µs per renewal at {rate:.0f} renewals/s")
 PY
 tail -1 "$out/bench.out"
+for i in $(seq 1 "${VIEWERS:-0}"); do
+	echo "viewer $i: $(grep -c '^event: summary' "$out/viewer-$i.sse") summaries, the last counting $(grep '^data: {"now"' "$out/viewer-$i.sse" | tail -1 | grep -o '"nodeLeases":[0-9]*')"
+done
