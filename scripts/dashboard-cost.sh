@@ -9,7 +9,9 @@
 # (default 20,000) in kube-node-lease every 10 s (NODES/10 renewals a
 # second) for 70 s; in the middle 30 s of the renewals it reads the
 # dashboard's and the server's CPU time from /proc and prints each as
-# cores and as CPU-µs per renewal. Two server binaries with one BINARY
+# cores and as CPU-µs per renewal, per renewal the generator completed in
+# those 30 s (its progress lines), which is fewer than NODES/10 a second
+# when the machine cannot keep up. Two server binaries with one BINARY
 # compare what the server's watch streams cost their watcher. VIEWERS=N
 # (default 0) keeps N pages open on the dashboard throughout (curl reading
 # its event stream, as a browser tab does) and prints how many node leases
@@ -44,14 +46,20 @@ for _ in $(seq 1 300); do
 	sleep 1
 done
 sleep 20
-d0=$(cpu "$dash") s0=$(cpu "$server") t0=$(date +%s.%N)
+# ops is the generator's count of renewals done, from its last progress line.
+ops() { grep -o 'total: *[0-9]*' "$out/bench.out" | tail -1 | grep -o '[0-9]*'; }
+d0=$(cpu "$dash") s0=$(cpu "$server") t0=$(date +%s.%N) o0=$(ops)
 sleep 30
-d1=$(cpu "$dash") s1=$(cpu "$server") t1=$(date +%s.%N)
+d1=$(cpu "$dash") s1=$(cpu "$server") t1=$(date +%s.%N) o1=$(ops)
 wait "$bench" || true
-python3 - "$d0" "$d1" "$s0" "$s1" "$t0" "$t1" "$(getconf CLK_TCK)" "$rate" <<'PY'
+python3 - "$d0" "$d1" "$s0" "$s1" "$t0" "$t1" "$(getconf CLK_TCK)" "$rate" "$o0" "$o1" <<'PY'
 import sys
-d0, d1, s0, s1, t0, t1, hz, rate = map(float, sys.argv[1:])
+d0, d1, s0, s1, t0, t1, hz, target, o0, o1 = map(float, sys.argv[1:])
 t = t1 - t0
+# Progress lines come every second: the count is at most a second old at
+# either end, which shifts the window but not its length.
+rate = (o1 - o0) / t
+print(f"renewals: {rate:.0f}/s done of {target:.0f}/s asked")
 for name, a, b in (("dashboard", d0, d1), ("server", s0, s1)):
     cores = (b - a) / hz / t
     print(f"{name}: {cores:.3f} cores, {cores / rate * 1e6:.1f} CPU-µs per renewal at {rate:.0f} renewals/s")

@@ -168,3 +168,21 @@ func TestLeanLeaseRejectsWhatIsNotALease(t *testing.T) {
 		t.Error("a truncated frame decoded")
 	}
 }
+
+// TestListReplacesTheLeases: a list (after the watch's version was lost)
+// adds and updates what it holds and forgets every other lease, as an
+// informer's relist does.
+func TestListReplacesTheLeases(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	f := NewFleet(clk)
+	f.SetLease(lease(NodeLeaseNamespace, "a", "a", t0, 40, 0))
+	f.SetLease(lease(NodeLeaseNamespace, "b", "b", t0, 40, 0))
+	f.Snapshot(t0)
+	clk.Step(time.Second)
+	f.replaceLeases([]leaseRecord{*newLeaseRecord(lease(NodeLeaseNamespace, "b", "b", clk.Now(), 40, 0)),
+		*newLeaseRecord(lease(NodeLeaseNamespace, "c", "c", t0, 40, 0))})
+	rows := f.Rows(View{Limit: 10}, clk.Now())
+	if rows.Total != 2 || rows.Rows[0].Name != "b" || rows.Rows[0].Renew != clk.Now().UnixMilli() || rows.Rows[1].Name != "c" {
+		t.Errorf("after the list: %+v, want b renewed and c", rows)
+	}
+}
