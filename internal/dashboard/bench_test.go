@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -46,4 +47,26 @@ func BenchmarkTick100k(b *testing.B) {
 	keyBytes = len(base64Bytes(prev.keyframe()))
 	b.ReportMetric(float64(deltaBytes)/float64(b.N), "delta-B/tick")
 	b.ReportMetric(float64(keyBytes), "keyframe-B")
+}
+
+// BenchmarkSnapshot100k is a tick's summary and heat map alone, over
+// 100,000 node leases and Nodes, with one page's default view.
+//
+//	go test ./internal/dashboard -run '^$' -bench Snapshot100k
+func BenchmarkSnapshot100k(b *testing.B) {
+	const nodes = 100000
+	clk := clocktesting.NewFakeClock(t0)
+	f := NewFleet(clk)
+	for i := range nodes {
+		name := fmt.Sprintf("node-%06d", i)
+		f.SetLease(lease(NodeLeaseNamespace, name, name, t0.Add(-time.Duration(i%20)*500*time.Millisecond), 40, 0))
+		f.SetNode(node(name, corev1.ConditionTrue))
+	}
+	f.NodesKnown(true)
+	f.Snapshot(clk.Now())
+	for b.Loop() {
+		clk.Step(500 * time.Millisecond)
+		f.Snapshot(clk.Now())
+		f.Rows(View{Limit: 50}, clk.Now())
+	}
 }

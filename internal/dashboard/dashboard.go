@@ -43,11 +43,15 @@ type Dashboard struct {
 	clock   clock.Clock
 	pub     *publisher
 	streams *streams
+	// opened is poked (buffered 1) when a page opens its stream, so that
+	// Run, which publishes nothing while no page is open, publishes at once.
+	opened chan struct{}
 }
 
 // New returns a Dashboard showing fleet.
 func New(fleet *Fleet, clk clock.Clock) *Dashboard {
-	return &Dashboard{fleet: fleet, clock: clk, pub: newPublisher(), streams: &streams{byID: map[string]*stream{}}}
+	return &Dashboard{fleet: fleet, clock: clk, pub: newPublisher(), streams: &streams{byID: map[string]*stream{}},
+		opened: make(chan struct{}, 1)}
 }
 
 // Run serves the dashboard until ctx ends.
@@ -117,6 +121,14 @@ func Run(ctx context.Context, cfg Config) error {
 		case err := <-served:
 			return fmt.Errorf("serving dashboard: %w", err)
 		case <-t.C():
+			// No page, no summary: the Fleet still follows every change,
+			// and the next page to open gets a frame made for it.
+			if d.streams.count() > 0 {
+				d.Publish(src.access)
+			} else {
+				d.pub.stale()
+			}
+		case <-d.opened:
 			d.Publish(src.access)
 		}
 	}

@@ -2,9 +2,11 @@
 // a fleet's node heartbeats, its leader-election leases and what needs
 // attention, live, at 100,000 nodes.
 //
-// The process does the work and the browser only draws. Informers (client-go,
-// the user's own credentials) feed a Fleet, which keeps one small record per
-// lease and per node. A ticker turns the Fleet into a Summary a few times a
+// The process does the work and the browser only draws. A lease source
+// (leasewatch.go: a list and watch that decodes only the fields shown) and
+// informers on Nodes and events (client-go), all with the user's own
+// credentials, feed a Fleet, which keeps one small record per lease and per
+// node. A ticker turns the Fleet into a Summary a few times a
 // second: counts, an age histogram, the leaders and their timelines, the
 // attention list, and the heat map as each node lease's renewal time and
 // duration (heatmap.go). Each browser holds ONE Server-Sent Events stream;
@@ -15,7 +17,7 @@
 // The page computes ages and colours from the summary's clock.
 //
 // Invariants: the Fleet is guarded by one mutex and never holds API objects,
-// only the fields the page shows; every goroutine (informers, ticker, one
+// only the fields the page shows; every goroutine (lease source, informers, ticker, one
 // writer per stream, the HTTP server) is owned by Run and stops when its
 // context ends; the page needs no network beyond the loopback listener
 // (assets are embedded).

@@ -39,10 +39,19 @@ type Fleet struct {
 	// whose owner Node is missing can be called orphaned.
 	nodesKnown bool
 	// sorted is every lease ordered by namespace then name, and nodeLeases
-	// its kube-node-lease part (the heat map's cell order); both are
-	// rebuilt by the next reader after leases come or go.
+	// its kube-node-lease part, sorted[nodeLo:nodeHi] (the heat map's cell
+	// order); hot is each sorted lease's renewal, dense, in the same order,
+	// kept current by SetLease. All are rebuilt by the next reader after
+	// leases come or go (dirty).
 	sorted, nodeLeases []*leaseRecord
+	hot                []leaseHot
+	nodeLo, nodeHi     int
 	dirty              bool
+	// notReady counts the Nodes whose Ready condition is not True, and
+	// flapping holds those with flapThreshold Ready changes, both kept by
+	// SetNode and DeleteNode, so that a tick does not walk every Node.
+	notReady int
+	flapping map[string]*nodeRecord
 	// layout counts the rebuilds of nodeLeases: heat maps of one layout
 	// have the same lease in each cell, so one can be sent as a delta of
 	// the other.
@@ -52,10 +61,11 @@ type Fleet struct {
 // NewFleet returns an empty Fleet reading time from clk.
 func NewFleet(clk clock.PassiveClock) *Fleet {
 	return &Fleet{
-		clock:   clk,
-		leases:  map[leaseKey]*leaseRecord{},
-		nodes:   map[string]*nodeRecord{},
-		leaders: map[leaseKey]*leaderHistory{},
+		clock:    clk,
+		leases:   map[leaseKey]*leaseRecord{},
+		nodes:    map[string]*nodeRecord{},
+		leaders:  map[leaseKey]*leaderHistory{},
+		flapping: map[string]*nodeRecord{},
 	}
 }
 
@@ -65,6 +75,44 @@ func (f *Fleet) SetLease(l *coordinationv1.Lease) {
 	now := f.clock.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.setRecord(r, now)
+}
+
+// applyLeases applies a batch of watch events, seen at one moment.
+func (f *Fleet) applyLeases(batch []leaseEvent) {
+	now := f.clock.Now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range batch {
+		if batch[i].deleted {
+			f.deleteLease(batch[i].rec.key)
+		} else {
+			f.setRecord(&batch[i].rec, now)
+		}
+	}
+}
+
+// replaceLeases applies a list: recs are added or updated, and every
+// other lease is forgotten.
+func (f *Fleet) replaceLeases(recs []leaseRecord) {
+	now := f.clock.Now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	listed := make(map[leaseKey]bool, len(recs))
+	for i := range recs {
+		f.setRecord(&recs[i], now)
+		listed[recs[i].key] = true
+	}
+	for k := range f.leases {
+		if !listed[k] {
+			f.deleteLease(k)
+		}
+	}
+}
+
+// setRecord records r (which it copies) as added or updated at now. f.mu
+// is held.
+func (f *Fleet) setRecord(r *leaseRecord, now time.Time) {
 	old := f.leases[r.key]
 	if old != nil {
 		r.lateAt, r.lateGap, r.skew = old.lateAt, old.lateGap, old.skew
@@ -74,13 +122,33 @@ func (f *Fleet) SetLease(l *coordinationv1.Lease) {
 		f.leader(r.key).observe(old, r, now)
 	}
 	if old == nil {
-		f.leases[r.key] = r
+		rec := new(leaseRecord)
+		*rec = *r
+		f.leases[r.key] = rec
 		f.dirty = true
 		return
 	}
 	// In place: the sorted views point at the record, and are rebuilt
 	// only when leases come or go.
+	r.pos = old.pos
 	*old = *r
+	if !f.dirty {
+		f.hot[old.pos] = hotOf(old)
+	}
+}
+
+// leaseHot is what a tick reads of every lease, in Fleet.hot.
+type leaseHot struct {
+	beat
+	// attn marks a lease that may be on the attention list (late, skewed,
+	// or an identity lease): a tick looks at the records of these only.
+	attn bool
+}
+
+func hotOf(r *leaseRecord) leaseHot {
+	_, identity := r.labels[identityLabel]
+	return leaseHot{beat: beatOf(r.renew, r.duration),
+		attn: !r.lateAt.IsZero() || absDuration(r.skew) > SkewThreshold || identity && r.key.ns == identityNamespace}
 }
 
 // observeRenewal notes a late arrival and the clock skew when r renews
@@ -104,8 +172,13 @@ func observeRenewal(old, r *leaseRecord, now time.Time) {
 func (f *Fleet) DeleteLease(ns, name string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, ok := f.leases[leaseKey{ns, name}]; ok {
-		delete(f.leases, leaseKey{ns, name})
+	f.deleteLease(leaseKey{ns, name})
+}
+
+// deleteLease forgets a lease. f.mu is held.
+func (f *Fleet) deleteLease(k leaseKey) {
+	if _, ok := f.leases[k]; ok {
+		delete(f.leases, k)
 		f.dirty = true
 	}
 }
@@ -116,7 +189,8 @@ func (f *Fleet) SetNode(n *corev1.Node) {
 	now := f.clock.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if old := f.nodes[n.Name]; old != nil {
+	old := f.nodes[n.Name]
+	if old != nil {
 		r.flips = old.flips
 		if old.ready != r.ready && old.ready != "" && r.ready != "" {
 			r.flips = append(r.flips, now)
@@ -125,14 +199,34 @@ func (f *Fleet) SetNode(n *corev1.Node) {
 			r.flips = r.flips[1:]
 		}
 	}
+	f.forgetNode(n.Name, old)
 	f.nodes[n.Name] = r
+	if r.ready != corev1.ConditionTrue {
+		f.notReady++
+	}
+	if len(r.flips) >= flapThreshold {
+		f.flapping[n.Name] = r
+	}
 }
 
 // DeleteNode forgets a node.
 func (f *Fleet) DeleteNode(name string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.forgetNode(name, f.nodes[name])
 	delete(f.nodes, name)
+}
+
+// forgetNode takes old, the record of Node name (nil if none), out of the
+// counts. f.mu is held.
+func (f *Fleet) forgetNode(name string, old *nodeRecord) {
+	if old == nil {
+		return
+	}
+	if old.ready != corev1.ConditionTrue {
+		f.notReady--
+	}
+	delete(f.flapping, name)
 }
 
 // NodesKnown says the Node list has been read (or, with false, that it
@@ -155,14 +249,26 @@ func (f *Fleet) order() {
 	slices.SortFunc(f.sorted, func(a, b *leaseRecord) int {
 		return cmp.Or(cmp.Compare(a.key.ns, b.key.ns), cmp.Compare(a.key.name, b.key.name))
 	})
-	lo, _ := slices.BinarySearchFunc(f.sorted, NodeLeaseNamespace, func(r *leaseRecord, ns string) int { return cmp.Compare(r.key.ns, ns) })
-	hi := lo
-	for hi < len(f.sorted) && f.sorted[hi].key.ns == NodeLeaseNamespace {
-		hi++
-	}
+	lo, hi := f.namespace(NodeLeaseNamespace)
 	f.nodeLeases = f.sorted[lo:hi:hi]
+	f.nodeLo, f.nodeHi = lo, hi
+	f.hot = slices.Grow(f.hot[:0], len(f.sorted))[:len(f.sorted)]
+	for i, r := range f.sorted {
+		r.pos = i
+		f.hot[i] = hotOf(r)
+	}
 	f.dirty = false
 	f.layout++
+}
+
+// namespace is the range of f.sorted holding namespace ns.
+func (f *Fleet) namespace(ns string) (lo, hi int) {
+	lo, _ = slices.BinarySearchFunc(f.sorted, ns, func(r *leaseRecord, ns string) int { return cmp.Compare(r.key.ns, ns) })
+	hi = lo
+	for hi < len(f.sorted) && f.sorted[hi].key.ns == ns {
+		hi++
+	}
+	return lo, hi
 }
 
 // orphaned says whether r's owner is a Node that is known not to exist.

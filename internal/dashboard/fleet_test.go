@@ -1,6 +1,10 @@
 package dashboard
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -186,5 +190,99 @@ func TestUpdatesReachSortedViews(t *testing.T) {
 	}
 	if r := f.Rows(View{Limit: 1}, t0); r.Rows[0].Renew != t0.UnixMilli() {
 		t.Errorf("row renew %d, want %d", r.Rows[0].Renew, t0.UnixMilli())
+	}
+}
+
+// TestIncrementalMatchesRebuilt applies one random history of lease and
+// Node changes to two Fleets, one snapshotted after every step (so its
+// dense views and counts are updated in place) and one only at the end
+// (built once): their summaries, heat maps and rows must agree.
+func TestIncrementalMatchesRebuilt(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	live, rebuilt := NewFleet(clk), NewFleet(clk)
+	rnd := rand.New(rand.NewPCG(1, 2))
+	statuses := []corev1.ConditionStatus{corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown}
+	for step := range 3000 {
+		clk.Step(time.Duration(rnd.IntN(2000)) * time.Millisecond)
+		now := clk.Now()
+		name := fmt.Sprintf("n%02d", rnd.IntN(40))
+		ns := NodeLeaseNamespace
+		if rnd.IntN(5) == 0 {
+			ns = "kube-system"
+		}
+		age, dur := time.Duration(rnd.IntN(60))*time.Second, int32(rnd.IntN(3)*20)
+		status := statuses[rnd.IntN(3)]
+		for _, f := range []*Fleet{live, rebuilt} {
+			switch op := step % 7; {
+			case op < 3:
+				l := lease(ns, name, name, now.Add(-age), dur, 0)
+				if op == 0 {
+					l.Labels = map[string]string{identityLabel: name}
+				}
+				f.SetLease(l)
+			case op == 3:
+				f.DeleteLease(ns, name)
+			case op < 6:
+				f.SetNode(node(name, status))
+			default:
+				f.DeleteNode(name)
+			}
+		}
+		live.Snapshot(now)
+	}
+	// Last, changes to what exists only, which leave the sorted views in
+	// place: renewals, Ready changes and deletions of Nodes.
+	for i := range 200 {
+		clk.Step(100 * time.Millisecond)
+		now := clk.Now()
+		k := leaseKey{NodeLeaseNamespace, fmt.Sprintf("n%02d", i%40)}
+		if i%3 == 0 {
+			k.ns = "kube-system"
+		}
+		age, status := time.Duration(rnd.IntN(60))*time.Second, statuses[rnd.IntN(3)]
+		for _, f := range []*Fleet{live, rebuilt} {
+			if f.leases[k] != nil {
+				f.SetLease(lease(k.ns, k.name, k.name, now.Add(-age), 40, 0))
+			}
+			if f.nodes[k.name] != nil {
+				if i%5 == 0 {
+					f.DeleteNode(k.name)
+				} else {
+					f.SetNode(node(k.name, status))
+				}
+			}
+		}
+		live.Snapshot(now)
+	}
+	now := clk.Now()
+	s1, h1 := live.Snapshot(now)
+	s2, h2 := rebuilt.Snapshot(now)
+	// The Node counts are kept by SetNode in both Fleets: count them anew.
+	notReady, flapping := 0, 0
+	for _, n := range live.nodes {
+		if n.ready != corev1.ConditionTrue {
+			notReady++
+		}
+		if len(n.flips) >= flapThreshold {
+			flapping++
+		}
+	}
+	if s1.Counts.NotReady != notReady || s1.Attention.FlappingTotal != flapping {
+		t.Errorf("%d Nodes not ready and %d flapping, want %d and %d", s1.Counts.NotReady, s1.Attention.FlappingTotal, notReady, flapping)
+	}
+	if s1.Attention.FlappingTotal > maxAttention {
+		// Which maxAttention of them are listed is map order.
+		s1.Attention.Flapping, s2.Attention.Flapping = nil, nil
+	}
+	if !reflect.DeepEqual(s1, s2) || !slices.Equal(h1.codes, h2.codes) || !slices.Equal(h1.durs, h2.durs) {
+		t.Errorf("incremental %+v\nrebuilt     %+v", s1, s2)
+	}
+	for _, v := range []View{{Limit: 7, Offset: 3}, {State: "late", Limit: 50}, {State: "notready", Limit: 50}, {Namespace: "kube-system", Limit: 50}, {Query: "n1", Limit: 50}} {
+		if r1, r2 := live.Rows(v, now), rebuilt.Rows(v, now); !reflect.DeepEqual(r1, r2) {
+			t.Errorf("view %+v: incremental %+v, rebuilt %+v", v, r1, r2)
+		}
+	}
+	if s1.Counts.NotReady == 0 || s1.Counts.Expired == 0 || s1.Counts.Healthy+s1.Counts.Late == 0 {
+		t.Errorf("the history should end with every kind of lease and Node: %+v", s1.Counts)
 	}
 }

@@ -34,17 +34,24 @@ const (
 // A renewTime in the future (a skewed holder clock) is drawn as renewed
 // now, as HeatByte draws it fresh.
 func encodeCell(renew time.Time, duration time.Duration, now time.Time) (code, dur uint16) {
-	if renew.IsZero() || duration <= 0 {
+	return beatOf(renew, duration).cell(now.UnixNano())
+}
+
+// cell is encodeCell at now (Unix ns).
+func (b beat) cell(now int64) (code, dur uint16) {
+	if b.dur <= 0 {
 		return cellNever, 0
 	}
-	dur = uint16(min(duration/time.Second, 65535))
-	if renew.After(now) {
-		renew = now
-	}
-	if age := now.Sub(renew); age >= min(duration*5/2, maxCellAge) {
+	dur = uint16(min(b.dur/int64(time.Second), 65535))
+	renew := min(b.renew, now)
+	if age := now - renew; age >= min(b.dur*5/2, int64(maxCellAge)) {
 		return cellOld, dur
 	}
-	return uint16(renew.UnixMilli()/cellUnit.Milliseconds()%cellModulus) + 1, dur
+	ms := renew / int64(time.Millisecond)
+	if renew%int64(time.Millisecond) < 0 { // floor, as time.Time.UnixMilli
+		ms--
+	}
+	return uint16(ms/cellUnit.Milliseconds()%cellModulus) + 1, dur
 }
 
 // heatMap is one tick's cells, in the heat map's order; layout changes

@@ -185,3 +185,42 @@ func TestStreamSendsKeyframeThenDeltas(t *testing.T) {
 		t.Fatalf("after n0 was added: %s of %d bytes, want the keyframe of 4 cells", ev, len(b))
 	}
 }
+
+// TestPageOpenedWhileIdleGetsAFreshFrame: while no page is open Run
+// publishes nothing and marks the last frame stale; a page that opens
+// then asks for a frame (Dashboard.opened) and is sent that one, never
+// the stale one.
+func TestPageOpenedWhileIdleGetsAFreshFrame(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	f := NewFleet(clk)
+	f.SetLease(lease(NodeLeaseNamespace, "n1", "n1", t0, 40, 0))
+	d := New(f, clk)
+	none := func() map[string]string { return nil }
+	d.Publish(none)
+	d.pub.stale()
+	f.SetLease(lease(NodeLeaseNamespace, "n2", "n2", t0, 40, 0))
+	srv := httptest.NewServer(d.Handler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	select {
+	case <-d.opened:
+	case <-time.After(10 * time.Second):
+		t.Fatal("opening the stream did not ask for a frame")
+	}
+	d.Publish(none)
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: {\"now\""); ok {
+			if !strings.Contains(data, `"nodeLeases":2,`) {
+				t.Fatalf("the first summary is %s, want the fresh one with 2 node leases", data)
+			}
+			return
+		}
+	}
+	t.Fatalf("stream ended: %v", sc.Err())
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,9 +22,11 @@ const (
 	resEvents = "events"
 )
 
-// sources are the informers feeding a Fleet, and what each could read.
+// sources are the lease source and the informers feeding a Fleet, and what
+// each could read.
 type sources struct {
 	informers map[string]cache.SharedIndexInformer
+	leases    *leaseSource
 	fleet     *Fleet
 	// stop waits for the informers' goroutines after their context ended.
 	stop func()
@@ -34,22 +35,19 @@ type sources struct {
 	errors map[string]error // the latest list/watch error per resource
 }
 
-// startSources starts informers on leases and nodes (all namespaces) and
-// on LeaderElection events; they stop when ctx ends. Objects are shrunk to
-// what the Fleet reads before the informer caches them.
+// startSources starts the lease source (leasewatch.go) and informers on
+// nodes (all namespaces) and on LeaderElection events; they stop when ctx
+// ends. Objects are shrunk to what the Fleet reads before the informer
+// caches them.
 func startSources(ctx context.Context, cs kubernetes.Interface, fleet *Fleet) (*sources, error) {
 	s := &sources{fleet: fleet, errors: map[string]error{}}
-	leases, events := cs.CoordinationV1().Leases(""), cs.CoreV1().Events("")
+	s.leases = &leaseSource{client: cs.CoordinationV1().RESTClient(), fleet: fleet,
+		report: func(err error) { s.recordError(resLeases)(ctx, nil, err) }}
+	events := cs.CoreV1().Events("")
 	onlyLeaderEvents := func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("reason", leaderEvent).String()
 	}
 	s.informers = map[string]cache.SharedIndexInformer{
-		resLeases: newInformer(&coordinationv1.Lease{}, &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return pagedList(ctx, o, leases.List)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return leases.Watch(ctx, o) },
-		}),
 		resNodes: newInformer(&corev1.Node{}, &cache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return pagedList(ctx, o, cs.CoreV1().Nodes().List)
@@ -70,15 +68,6 @@ func startSources(ctx context.Context, cs kubernetes.Interface, fleet *Fleet) (*
 		}),
 	}
 	handlers := map[string]cache.ResourceEventHandlerFuncs{
-		resLeases: {
-			AddFunc:    func(o any) { fleet.SetLease(o.(*coordinationv1.Lease)) },
-			UpdateFunc: func(_, o any) { fleet.SetLease(o.(*coordinationv1.Lease)) },
-			DeleteFunc: func(o any) {
-				if m, ok := meta(o); ok {
-					fleet.DeleteLease(m.GetNamespace(), m.GetName())
-				}
-			},
-		},
 		resNodes: {
 			AddFunc:    func(o any) { fleet.SetNode(o.(*corev1.Node)) },
 			UpdateFunc: func(_, o any) { fleet.SetNode(o.(*corev1.Node)) },
@@ -105,6 +94,7 @@ func startSources(ctx context.Context, cs kubernetes.Interface, fleet *Fleet) (*
 		}
 	}
 	var wg sync.WaitGroup
+	wg.Go(func() { s.leases.run(ctx) })
 	for _, inf := range s.informers {
 		wg.Go(func() { inf.RunWithContext(ctx) })
 	}
@@ -129,10 +119,14 @@ func (s *sources) access() map[string]string {
 	out := map[string]string{}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	synced := map[string]func() bool{resLeases: s.leases.hasSynced}
 	for name, inf := range s.informers {
+		synced[name] = inf.HasSynced
+	}
+	for name, hasSynced := range synced {
 		err := s.errors[name]
 		switch {
-		case inf.HasSynced():
+		case hasSynced():
 			out[name] = "ok"
 		case apierrors.IsForbidden(err):
 			out[name] = "forbidden: " + err.Error()

@@ -34,6 +34,9 @@ type leaseRecord struct {
 	// skew is renewTime minus the time the renewal was observed, at the
 	// last renewal seen through the watch (not on the initial list).
 	skew time.Duration
+	// pos is the record's index in Fleet.sorted and Fleet.hot, while the
+	// Fleet is not dirty.
+	pos int
 }
 
 // ownerRecord is a lease's first ownerReference.

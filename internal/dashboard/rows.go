@@ -73,10 +73,26 @@ func (f *Fleet) Rows(v View, now time.Time) Rows {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.order()
-	for _, r := range f.sorted {
-		if v.Namespace != "" && r.key.ns != v.Namespace {
+	lo, hi := 0, len(f.sorted)
+	if v.Namespace != "" {
+		lo, hi = f.namespace(v.Namespace)
+	}
+	nowNs := now.UnixNano()
+	// countOnly: no filter reads the record, so a lease outside the page
+	// is counted without it.
+	countOnly := q == "" && sel.Empty() && !notReady
+	// The state is read from f.hot before any record: a page of every
+	// lease, or of one state, does not follow a pointer per lease.
+	for i := lo; i < hi; i++ {
+		st, _ := f.hot[i].classify(nowNs)
+		if stateOK && st != state {
 			continue
 		}
+		if countOnly && (out.Total < out.Offset || len(out.Rows) >= limit) {
+			out.Total++ // outside the page: only counted
+			continue
+		}
+		r := f.sorted[i]
 		if q != "" && !strings.Contains(strings.ToLower(r.key.name), q) && !strings.Contains(strings.ToLower(r.holder), q) {
 			continue
 		}
@@ -87,8 +103,7 @@ func (f *Fleet) Rows(v View, now time.Time) Rows {
 		if !sel.Empty() && !sel.Matches(labels.Set(r.labels)) && (node == nil || !sel.Matches(labels.Set(node.labels))) {
 			continue
 		}
-		st, _ := Classify(r.renew, r.duration, now)
-		if notReady && (node == nil || node.ready == corev1.ConditionTrue) || stateOK && st != state {
+		if notReady && (node == nil || node.ready == corev1.ConditionTrue) {
 			continue
 		}
 		out.Total++

@@ -28,6 +28,9 @@ type frame struct {
 	key      []byte
 	// next is closed when a newer frame is published.
 	next chan struct{}
+	// old is set (under publisher.mu) when ticks passed without a newer
+	// frame: a page that opens waits for the next one.
+	old bool
 }
 
 // keyframe is the heat map whole (base64), encoded by the first stream
@@ -65,10 +68,18 @@ func (p *publisher) publish(summary []byte, heat *heatMap, at time.Time) {
 	close(old.next)
 }
 
-func (p *publisher) current() *frame {
+// current is the latest frame, and whether it is out of date.
+func (p *publisher) current() (*frame, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.latest
+	return p.latest, p.latest.old
+}
+
+// stale notes that a tick passed without a frame.
+func (p *publisher) stale() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.latest.old = true
 }
 
 // stream is one page's connection: its view, and a poke when it changes.
@@ -93,6 +104,12 @@ func (s *streams) add() (string, *stream) {
 	defer s.mu.Unlock()
 	s.byID[id] = st
 	return id, st
+}
+
+func (s *streams) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.byID)
 }
 
 func (s *streams) remove(id string) {
@@ -121,6 +138,10 @@ func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	id, st := d.streams.add()
 	defer d.streams.remove(id)
+	select {
+	case d.opened <- struct{}{}:
+	default:
+	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
@@ -157,8 +178,8 @@ func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request) {
 		return err
 	}
 	err := write("hello", []byte(`{"id":"`+id+`"}`))
-	f := d.pub.current()
-	if err == nil {
+	f, old := d.pub.current()
+	if err == nil && !old {
 		err = send(f)
 	}
 	for err == nil {
@@ -167,7 +188,7 @@ func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		case <-f.next:
-			f = d.pub.current()
+			f, _ = d.pub.current()
 			err = send(f)
 		case <-st.changed:
 			// A new view: its rows at once, the rest with the next tick.

@@ -17,7 +17,8 @@ const (
 	maxAttention     = 20
 	// identityLabel marks kube-apiserver's (and leasehold serve's) identity
 	// leases in kube-system; an expired one waits for garbage collection.
-	identityLabel = "apiserver.kubernetes.io/identity"
+	identityLabel     = "apiserver.kubernetes.io/identity"
+	identityNamespace = "kube-system"
 )
 
 // Summary is everything the page shows that does not depend on its view.
@@ -90,9 +91,10 @@ func (f *Fleet) Snapshot(now time.Time) (Summary, *heatMap) {
 		Histogram: make([]int, HistogramBuckets)}
 	n := len(f.nodeLeases)
 	heat := &heatMap{layout: f.layout, codes: make([]uint16, n), durs: make([]uint16, n)}
-	for i, r := range f.nodeLeases {
-		st, ratio := Classify(r.renew, r.duration, now)
-		heat.codes[i], heat.durs[i] = encodeCell(r.renew, r.duration, now)
+	nowNs := now.UnixNano()
+	for i, h := range f.hot[f.nodeLo:f.nodeHi] {
+		st, ratio := h.classify(nowNs)
+		heat.codes[i], heat.durs[i] = h.cell(nowNs)
 		switch st {
 		case Healthy:
 			s.Counts.Healthy++
@@ -107,14 +109,10 @@ func (f *Fleet) Snapshot(now time.Time) (Summary, *heatMap) {
 			s.Histogram[bucket(ratio)]++
 		}
 	}
-	for name, n := range f.nodes {
-		if n.ready != corev1.ConditionTrue {
-			s.Counts.NotReady++
-		}
-		if len(n.flips) >= flapThreshold {
-			s.Attention.FlappingTotal++
-			addItem(&s.Attention.Flapping, "", name, "Ready changed %d times in %v, now %s", len(n.flips), flapWindow, readyText(n.ready))
-		}
+	s.Counts.NotReady = f.notReady
+	for name, n := range f.flapping {
+		s.Attention.FlappingTotal++
+		addItem(&s.Attention.Flapping, "", name, "Ready changed %d times in %v, now %s", len(n.flips), flapWindow, readyText(n.ready))
 	}
 	s.Leaders = f.leadersAt(now)
 	f.leaseAttention(&s.Attention, now)
@@ -122,23 +120,33 @@ func (f *Fleet) Snapshot(now time.Time) (Summary, *heatMap) {
 	return s, heat
 }
 
-// leaseAttention fills the late, skewed and identity lists. f.mu is held.
+// leaseAttention fills the late, skewed and identity lists from the leases
+// marked in f.hot, and unmarks those whose lateness has aged out. f.mu is
+// held.
 func (f *Fleet) leaseAttention(a *Attention, now time.Time) {
-	for _, r := range f.sorted {
+	for i := range f.hot {
+		if !f.hot[i].attn {
+			continue
+		}
+		r, marked := f.sorted[i], false
 		if !r.lateAt.IsZero() && now.Sub(r.lateAt) < lateWindow {
+			marked = true
 			a.LateTotal++
 			addItem(&a.Late, r.key.ns, r.key.name, "renewed %v after the previous renewal (%v ago)", r.lateGap.Round(100*time.Millisecond), now.Sub(r.lateAt).Round(time.Second))
 		}
 		if absDuration(r.skew) > SkewThreshold {
+			marked = true
 			a.SkewedTotal++
 			addItem(&a.Skewed, r.key.ns, r.key.name, "renewTime %v from when the renewal was seen (holder %s)", r.skew.Round(100*time.Millisecond), r.holder)
 		}
-		if _, ok := r.labels[identityLabel]; ok && r.key.ns == "kube-system" {
+		if _, ok := r.labels[identityLabel]; ok && r.key.ns == identityNamespace {
+			marked = true
 			if st, _ := Classify(r.renew, r.duration, now); st == Expired {
 				a.IdentityTotal++
 				addItem(&a.Identity, r.key.ns, r.key.name, "expired %v ago, awaiting collection (holder %s)", now.Sub(r.renew.Add(r.duration)).Round(time.Second), r.holder)
 			}
 		}
+		f.hot[i].attn = marked
 	}
 }
 
