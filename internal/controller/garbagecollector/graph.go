@@ -1,20 +1,28 @@
 package garbagecollector
 
 import (
-	"slices"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/leasehold/leasehold/internal/registry"
 )
 
 // edge is one owner reference of a dependent, resolved to the storage key
 // the owner would have (the owner is found by name; the uid is checked later).
+// It is how observe and the workers speak of references; the graph itself
+// holds them as links.
 type edge struct {
 	owner string
 	uid   types.UID
+	// res and name are the owner's resource and name the reference resolved
+	// to (nil and "" when unknown: the edge then never looks unchanged).
+	res  *registry.Resource
+	name string
 }
 
-// node is what the graph remembers of one object.
+// node is what the graph remembers of one object, as get returns it.
 type node struct {
 	uid    types.UID
 	owners []edge
@@ -23,40 +31,291 @@ type node struct {
 	deletingDependents bool
 }
 
+// slotID numbers an entry of the graph; 0 is no entry.
+type slotID int32
+
+// link is an edge as the graph holds it: the owner's entry instead of its
+// key, so that following it hashes nothing and the key is stored once. res,
+// name and uid are the reference's: a renewal's object shares its strings
+// with the previous version (the cache interns it like that one), so
+// comparing them with the new references compares pointers and touches
+// neither the owner's entry nor its key.
+type link struct {
+	owner slotID
+	res   *registry.Resource
+	name  string
+	uid   types.UID
+}
+
+// entry is one storage key of the graph: an object (present), or a key that
+// objects name as their owner without the graph holding an object there,
+// or both. An entry lives while it is present or has dependents.
+type entry struct {
+	key string
+	uid types.UID // of the object; "" when not present
+	// link0 is the object's first resolved reference (owner 0: none), held
+	// inline because a Lease has exactly one; extra holds the others.
+	link0 link
+	// deps0 is the first of the entries whose links name this key (a Node
+	// has one dependent, its Lease); extra holds the others. Each is there
+	// once.
+	deps0 slotID
+	extra *entryExtra
+	// solidAt is the graph's ownerEpoch when every owner of the object was
+	// last seen solid (0: not since its references last changed).
+	solidAt            uint64
+	present            bool
+	deletingDependents bool
+}
+
+// entryExtra is what an entry rarely has: more than one owner or dependent.
+type entryExtra struct {
+	links []link
+	deps  []slotID
+}
+
+// numLinks is how many references the entry holds.
+func (e *entry) numLinks() int {
+	n := 0
+	if e.link0.owner != 0 {
+		n = 1
+	}
+	if e.extra != nil {
+		n += len(e.extra.links)
+	}
+	return n
+}
+
+// linkAt returns the i-th reference, i < numLinks.
+func (e *entry) linkAt(i int) *link {
+	if i == 0 {
+		return &e.link0
+	}
+	return &e.extra.links[i-1]
+}
+
+// setLinks replaces the entry's references.
+func (e *entry) setLinks(links []link) {
+	e.link0 = link{}
+	if e.extra != nil {
+		e.extra.links = nil
+	}
+	if len(links) > 0 {
+		e.link0 = links[0]
+	}
+	if len(links) > 1 {
+		if e.extra == nil {
+			e.extra = &entryExtra{}
+		}
+		e.extra.links = links[1:]
+	}
+	e.trimExtra()
+}
+
+func (e *entry) trimExtra() {
+	if e.extra != nil && len(e.extra.links) == 0 && len(e.extra.deps) == 0 {
+		e.extra = nil
+	}
+}
+
+// chunkBits sizes the entry arena's chunks (1,024 entries): chunks are never
+// moved, so an entry's address is stable and growing the arena copies
+// nothing and leaves no half-used doubled slice behind.
+const chunkBits = 10
+
 // graph is the dependency graph, written only by the event loop and read by
 // the workers. Dependents are indexed by the owner's storage key rather than
 // its uid, so an owner that is deleted and re-created under the same name
 // finds the dependents that still point at its predecessor.
 //
-// Nodes are held by value: one per object served (300,000 at 100,000
-// nodes), a pointer each was as many heap objects for the collector to
-// trace, and a lease renewal would allocate one only to find it unchanged.
+// Memory: one entry per object (40,000 at 20,000 nodes) in a chunked arena,
+// one index of keys to entries, and a uid index that holds UUIDs as 16 bytes
+// (a map without pointers, which the Go collector does not scan). At
+// 20,000 nodes a map entry per object, a second one per uid and a third per
+// owner (nodes, byUID and dependents, each keyed by a string) held 610 B
+// per Node and lease (heap profile of scripts/heap-per-node.sh).
 type graph struct {
-	mu    sync.RWMutex
-	nodes map[string]node
-	// dependents: owner key → dependent key → the uid the dependent's
-	// reference names.
-	dependents map[string]dependentSet
-	byUID      map[types.UID]string
+	mu     sync.RWMutex
+	index  map[string]slotID
+	chunks [][]entry
+	free   []slotID
+	byUID  uidIndex
+	// waiting counts the present entries that are deletingDependents: while
+	// it is 0 no owner waits for its dependents and a dependent's change
+	// need not look for one.
+	waiting int
+	// ownerEpoch grows whenever an object's presence, uid or foreground
+	// deletion changes, which is when an owner can stop looking solid: an
+	// entry whose owners were all solid at the current epoch still has
+	// solid owners, and a renewal need not look at them.
+	ownerEpoch uint64
 	// rev is the cache revision the graph reflects; 0 while a snapshot is
 	// still being loaded.
-	rev int64
+	rev atomic.Int64
 }
 
 func newGraph() *graph {
-	return &graph{
-		nodes:      map[string]node{},
-		dependents: map[string]dependentSet{},
-		byUID:      map[types.UID]string{},
+	g := &graph{}
+	g.resetLocked()
+	return g
+}
+
+func (g *graph) resetLocked() {
+	g.index = map[string]slotID{}
+	g.chunks = [][]entry{make([]entry, 1, 1<<chunkBits)} // slot 0 is none
+	g.free = nil
+	g.byUID = newUIDIndex()
+	g.waiting = 0
+	g.ownerEpoch = 1
+	g.rev.Store(0)
+}
+
+// at returns the entry of id.
+func (g *graph) at(id slotID) *entry {
+	return &g.chunks[id>>chunkBits][id&(1<<chunkBits-1)]
+}
+
+// lookup returns the entry of key, nil if none.
+func (g *graph) lookup(key string) (slotID, *entry) {
+	id, ok := g.index[key]
+	if !ok {
+		return 0, nil
+	}
+	return id, g.at(id)
+}
+
+// slotOf returns key's entry, making an empty one if there is none.
+func (g *graph) slotOf(key string) slotID {
+	if id, ok := g.index[key]; ok {
+		return id
+	}
+	var id slotID
+	if n := len(g.free); n > 0 {
+		id = g.free[n-1]
+		g.free = g.free[:n-1]
+	} else {
+		last := len(g.chunks) - 1
+		if len(g.chunks[last]) == 1<<chunkBits {
+			g.chunks = append(g.chunks, make([]entry, 0, 1<<chunkBits))
+			last++
+		}
+		id = slotID(last<<chunkBits | len(g.chunks[last]))
+		g.chunks[last] = g.chunks[last][:len(g.chunks[last])+1]
+	}
+	*g.at(id) = entry{key: key}
+	g.index[key] = id
+	return id
+}
+
+// release frees id's entry once it is neither present nor an owner.
+func (g *graph) release(id slotID) {
+	e := g.at(id)
+	if e.present || e.deps0 != 0 || e.key == "" { // key "": released already (a key named twice)
+		return
+	}
+	delete(g.index, e.key)
+	*e = entry{}
+	g.free = append(g.free, id)
+}
+
+// addDep records that dep links to the entry e.
+func (e *entry) addDep(dep slotID) {
+	switch {
+	case e.deps0 == dep:
+	case e.deps0 == 0:
+		e.deps0 = dep
+	default:
+		if e.extra == nil {
+			e.extra = &entryExtra{}
+		}
+		for _, d := range e.extra.deps {
+			if d == dep {
+				return
+			}
+		}
+		e.extra.deps = append(e.extra.deps, dep)
 	}
 }
 
-// get returns the state of key, if the graph has it.
+// removeDep forgets dep as a dependent of e.
+func (e *entry) removeDep(dep slotID) {
+	var more []slotID
+	if e.extra != nil {
+		more = e.extra.deps
+	}
+	if e.deps0 == dep {
+		e.deps0 = 0
+		if n := len(more); n > 0 {
+			e.deps0 = more[n-1]
+			more = more[:n-1]
+		}
+	} else {
+		for i, d := range more {
+			if d == dep {
+				more[i] = more[len(more)-1]
+				more = more[:len(more)-1]
+				break
+			}
+		}
+	}
+	if e.extra != nil {
+		e.extra.deps = more
+		if len(more) == 0 {
+			e.extra.deps = nil
+		}
+		e.trimExtra()
+	}
+}
+
+// eachDep calls fn with every dependent of e.
+func (e *entry) eachDep(fn func(slotID)) {
+	if e.deps0 == 0 {
+		return
+	}
+	fn(e.deps0)
+	if e.extra != nil {
+		for _, d := range e.extra.deps {
+			fn(d)
+		}
+	}
+}
+
+// nodeOf returns what get returns of a present entry.
+func (g *graph) nodeOf(e *entry) node {
+	n := node{uid: e.uid, deletingDependents: e.deletingDependents}
+	if k := e.numLinks(); k > 0 {
+		n.owners = make([]edge, k)
+		for i := range k {
+			l := e.linkAt(i)
+			n.owners[i] = edge{owner: g.at(l.owner).key, uid: l.uid, res: l.res, name: l.name}
+		}
+	}
+	return n
+}
+
+// sameLinks tells whether e's links are edges.
+func (g *graph) sameLinks(e *entry, edges []edge) bool {
+	if e.numLinks() != len(edges) {
+		return false
+	}
+	for i, o := range edges {
+		l := e.linkAt(i)
+		if l.uid != o.uid || l.res != o.res || l.name != o.name || g.at(l.owner).key != o.owner {
+			return false
+		}
+	}
+	return true
+}
+
+// get returns the state of key, if the graph has an object there.
 func (g *graph) get(key string) (node, bool) {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	n, ok := g.nodes[key]
-	return n, ok
+	_, e := g.lookup(key)
+	if e == nil || !e.present {
+		return node{}, false
+	}
+	return g.nodeOf(e), true
 }
 
 // set records the state of key and returns its previous state (ok false if
@@ -64,30 +323,37 @@ func (g *graph) get(key string) (node, bool) {
 func (g *graph) set(key string, n node) (old node, ok bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	old, ok = g.nodes[key]
+	id := g.slotOf(key)
+	e := g.at(id)
+	ok = e.present
 	if ok {
-		if old.uid != n.uid {
-			delete(g.byUID, old.uid)
+		old = g.nodeOf(e)
+		if e.uid != n.uid {
+			g.byUID.remove(e.uid, id)
 		}
-		if !slices.Equal(old.owners, n.owners) {
-			g.unlinkLocked(key, old.owners)
-		} else if old.uid == n.uid && old.deletingDependents == n.deletingDependents {
-			// The same state (a lease renewal's case): nothing to write.
-			return old, true
-		} else {
-			// Same references: nothing to re-index.
-			g.nodes[key] = n
-			g.byUID[n.uid] = key
-			return old, true
+		if e.deletingDependents {
+			g.waiting--
 		}
 	}
-	g.nodes[key] = n
-	g.byUID[n.uid] = key
-	for _, e := range n.owners {
-		deps := g.dependents[e.owner]
-		deps.put(key, e.uid)
-		g.dependents[e.owner] = deps
+	if !ok || e.uid != n.uid || e.deletingDependents != n.deletingDependents {
+		g.ownerEpoch++
 	}
+	if !ok || !g.sameLinks(e, n.owners) {
+		g.unlinkLocked(id)
+		links := make([]link, len(n.owners))
+		for i, o := range n.owners {
+			owner := g.slotOf(o.owner)
+			links[i] = link{owner: owner, res: o.res, name: o.name, uid: o.uid}
+			g.at(owner).addDep(id)
+		}
+		e.setLinks(links) // e is still id's: entries never move
+		e.solidAt = 0
+	}
+	e.uid, e.present, e.deletingDependents = n.uid, true, n.deletingDependents
+	if e.deletingDependents {
+		g.waiting++
+	}
+	g.byUID.put(n.uid, id)
 	return old, ok
 }
 
@@ -95,48 +361,84 @@ func (g *graph) set(key string, n node) (old node, ok bool) {
 func (g *graph) remove(key string) (old node, ok bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	old, ok = g.nodes[key]
-	if !ok {
-		return old, false
+	id, e := g.lookup(key)
+	if e == nil || !e.present {
+		return node{}, false
 	}
-	delete(g.nodes, key)
-	if g.byUID[old.uid] == key {
-		delete(g.byUID, old.uid)
+	old = g.nodeOf(e)
+	g.byUID.remove(e.uid, id)
+	if e.deletingDependents {
+		g.waiting--
 	}
-	g.unlinkLocked(key, old.owners)
+	g.ownerEpoch++
+	g.unlinkLocked(id)
+	e.uid, e.present, e.deletingDependents = "", false, false
+	g.release(id)
 	return old, true
 }
 
-func (g *graph) unlinkLocked(key string, owners []edge) {
-	for _, e := range owners {
-		deps, ok := g.dependents[e.owner]
-		if !ok {
-			continue
-		}
-		deps.remove(key)
-		if deps.len() == 0 {
-			delete(g.dependents, e.owner)
-		} else {
-			g.dependents[e.owner] = deps
+// unlinkLocked drops id's links, and the owner entries left with nothing.
+func (g *graph) unlinkLocked(id slotID) {
+	e := g.at(id)
+	var owners []slotID
+	for i := range e.numLinks() {
+		owners = append(owners, e.linkAt(i).owner)
+	}
+	e.setLinks(nil)
+	e.solidAt = 0
+	for _, o := range owners {
+		g.at(o).removeDep(id)
+	}
+	for _, o := range owners {
+		if o != id {
+			g.release(o)
 		}
 	}
 }
 
 // dependentsOf returns the keys of the objects that reference owner key
-// (with any uid), and the uid each reference names.
+// (with any uid), and the uid each reference names (the last, if one
+// object references the key twice).
 func (g *graph) dependentsOf(owner string) map[string]types.UID {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	deps := g.dependents[owner]
-	return deps.copy()
+	id, e := g.lookup(owner)
+	if e == nil || e.deps0 == 0 {
+		return nil
+	}
+	out := map[string]types.UID{}
+	e.eachDep(func(d slotID) {
+		de := g.at(d)
+		out[de.key] = de.linkUID(id)
+	})
+	return out
 }
 
 // hasDependents tells whether any object references the owner key with uid.
 func (g *graph) hasDependents(owner string, uid types.UID) bool {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	deps := g.dependents[owner]
-	return deps.references(uid)
+	id, e := g.lookup(owner)
+	if e == nil {
+		return false
+	}
+	found := false
+	e.eachDep(func(d slotID) {
+		found = found || g.at(d).linkUID(id) == uid
+	})
+	return found
+}
+
+// linkUID is the uid e's reference to owner names: the last, if e
+// references owner twice (as dependentsOf reports it).
+func (e *entry) linkUID(owner slotID) types.UID {
+	var uid types.UID
+	for i := range e.numLinks() {
+		if l := e.linkAt(i); l.owner == owner {
+			uid = l.uid
+		}
+	}
+	return uid
 }
 
 // deletingDependents tells whether the graph knows key as an owner waiting
@@ -144,8 +446,11 @@ func (g *graph) hasDependents(owner string, uid types.UID) bool {
 func (g *graph) deletingDependents(key string) bool {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	n, ok := g.nodes[key]
-	return ok && n.deletingDependents
+	if g.waiting == 0 {
+		return false
+	}
+	_, e := g.lookup(key)
+	return e != nil && e.present && e.deletingDependents
 }
 
 // solid tells whether the graph knows key as the object with uid, not
@@ -153,36 +458,32 @@ func (g *graph) deletingDependents(key string) bool {
 func (g *graph) solid(key string, uid types.UID) bool {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	n, ok := g.nodes[key]
-	return ok && n.uid == uid && !n.deletingDependents
+	_, e := g.lookup(key)
+	return e != nil && e.solid(uid)
+}
+
+func (e *entry) solid(uid types.UID) bool {
+	return e.present && e.uid == uid && !e.deletingDependents
 }
 
 // keyOfUID returns the key of the object with uid, if the graph has it.
 func (g *graph) keyOfUID(uid types.UID) (string, bool) {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	k, ok := g.byUID[uid]
-	return k, ok
+	id, ok := g.byUID.get(uid)
+	if !ok {
+		return "", false
+	}
+	return g.at(id).key, true
 }
 
-func (g *graph) setRevision(rev int64) {
-	g.mu.Lock()
-	g.rev = rev
-	g.mu.Unlock()
-}
+func (g *graph) setRevision(rev int64) { g.rev.Store(rev) }
 
-func (g *graph) revision() int64 {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	return g.rev
-}
+func (g *graph) revision() int64 { return g.rev.Load() }
 
 // reset empties the graph before a new snapshot is loaded into it.
 func (g *graph) reset() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.nodes = map[string]node{}
-	g.dependents = map[string]dependentSet{}
-	g.byUID = map[types.UID]string{}
-	g.rev = 0
+	g.resetLocked()
 }

@@ -38,6 +38,9 @@ func (gc *GarbageCollector) observe(ev watchcache.Event, enqueue func(string)) e
 		return nil
 	}
 
+	if gc.quiet(ev.Key, acc, res.Namespaced) {
+		return nil
+	}
 	n := node{uid: acc.GetUID(), deletingDependents: isDeletingDependents(acc)}
 	attention := n.deletingDependents || (acc.GetDeletionTimestamp() != nil && hasFinalizer(acc, metav1.FinalizerOrphanDependents))
 	known, _ := gc.graph.get(ev.Key)
@@ -61,6 +64,66 @@ func (gc *GarbageCollector) observe(ev watchcache.Event, enqueue func(string)) e
 	return nil
 }
 
+// quiet tells whether observing the change of dep (at key) would do
+// nothing: the graph already holds dep with its uid and these resolved
+// references, every owner looks solid in the graph, dep is not being
+// deleted, no owner waits for its dependents and no dependent of key names
+// a predecessor's uid. That is a lease renewal. Whenever quiet is false the
+// full observation runs, so what the collector does is unchanged.
+//
+// It reads the event's object, which is hot, and dep's own entry, and
+// nothing else: references are compared by their strings, which a renewal
+// shares with the version the graph saw (pointer-equal), and owners are
+// known solid while the graph's ownerEpoch has not moved since they were
+// checked. At 20,000 nodes the full observation took about 5 CPU-µs per
+// renewal (scripts/controller-cost.sh), mostly in cache misses on three
+// string-keyed maps and on the owner's entry and key.
+func (gc *GarbageCollector) quiet(key string, dep metav1.Object, depNamespaced bool) bool {
+	if dep.GetDeletionTimestamp() != nil {
+		return false
+	}
+	refs := dep.GetOwnerReferences()
+	g := gc.graph
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if g.waiting > 0 {
+		return false
+	}
+	id, e := g.lookup(key)
+	if e == nil || !e.present || e.uid != dep.GetUID() || e.numLinks() != len(refs) {
+		return false
+	}
+	for i, ref := range refs {
+		res, _, resolved, invalid := gc.res.resolveOwner(ref, depNamespaced, dep.GetNamespace())
+		l := e.linkAt(i)
+		// The namespace the owner is looked up in is dep's (or none), the
+		// same for every version of key: res and name make the same key.
+		if !resolved || invalid || l.res != res || l.name != ref.Name || l.uid != ref.UID {
+			return false
+		}
+	}
+	if e.solidAt != g.ownerEpoch {
+		for i := range len(refs) {
+			if l := e.linkAt(i); !g.at(l.owner).solid(l.uid) {
+				return false
+			}
+		}
+		// Only the event loop reads or writes solidAt; workers holding the
+		// read lock never look at it.
+		e.solidAt = g.ownerEpoch
+	}
+	predecessor := false
+	e.eachDep(func(d slotID) {
+		de := g.at(d)
+		for i := range de.numLinks() {
+			if l := de.linkAt(i); l.owner == id && l.uid != e.uid {
+				predecessor = true
+			}
+		}
+	})
+	return !predecessor
+}
+
 // resolveOwners returns the edges of dep's owner references, and whether
 // attention or any reference calls for a worker's look: one is invalid, or
 // its owner does not look solid. known are the edges the graph holds for
@@ -79,13 +142,13 @@ func (gc *GarbageCollector) resolveOwners(dep metav1.Object, depNamespaced bool,
 			continue
 		}
 		var e edge
-		if owners == nil && n < len(known) && known[n].uid == ref.UID && res.IsKey(known[n].owner, ns, ref.Name) {
+		if owners == nil && n < len(known) && known[n].uid == ref.UID && known[n].res == res && known[n].name == ref.Name && res.IsKey(known[n].owner, ns, ref.Name) {
 			e = known[n]
 		} else {
 			if owners == nil {
 				owners = append(make([]edge, 0, len(refs)), known[:n]...)
 			}
-			e = edge{owner: res.Key(ns, ref.Name), uid: ref.UID}
+			e = edge{owner: res.Key(ns, ref.Name), uid: ref.UID, res: res, name: ref.Name}
 			owners = append(owners, e)
 		}
 		n++

@@ -1,6 +1,7 @@
 package garbagecollector
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -16,8 +17,8 @@ import (
 	"github.com/leasehold/leasehold/internal/watchcache"
 )
 
-// A lease renewal (same owner references) reuses the edges the graph holds
-// and allocates nothing in the graph; a changed reference gets new edges.
+// A lease renewal (same owner references) is quiet: observing it allocates
+// nothing and changes nothing; a changed reference gets new edges.
 func TestObserveKeepsTheEdgesOfUnchangedReferences(t *testing.T) {
 	nodes, leases := noderesource.Resource(time.Now), lease.Resource(time.Now)
 	// An empty cache that never runs: owners missing from the graph are
@@ -50,12 +51,19 @@ func TestObserveKeepsTheEdgesOfUnchangedReferences(t *testing.T) {
 	if len(first.owners) != 2 || first.owners[1].owner != nodes.Key("", "n2") || len(enqueued) != 0 {
 		t.Fatalf("owners %v, enqueued %v", first.owners, enqueued)
 	}
-	again := observe()
-	if &again.owners[0] != &first.owners[0] {
-		t.Error("a renewal with the same references got new edges")
+	if !gc.quiet(key, l, true) {
+		t.Error("a renewal with the same references and solid owners is not quiet")
 	}
-	if allocs := testing.AllocsPerRun(100, func() { observe() }); allocs > 0 {
+	renew := func() {
+		if err := gc.observe(watchcache.Event{Type: watch.Modified, Key: key, Object: l}, func(k string) { enqueued = append(enqueued, k) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if allocs := testing.AllocsPerRun(100, renew); allocs > 0 {
 		t.Errorf("observing a renewal allocates %v times", allocs)
+	}
+	if again := observe(); !slices.Equal(again.owners, first.owners) || len(enqueued) != 0 {
+		t.Fatalf("after renewals: owners %v, enqueued %v", again.owners, enqueued)
 	}
 
 	l.OwnerReferences[1] = ref("n3") // not in the graph: a worker must look
@@ -73,5 +81,53 @@ func TestObserveKeepsTheEdgesOfUnchangedReferences(t *testing.T) {
 	l.OwnerReferences = nil
 	if none := observe(); none.owners != nil {
 		t.Fatalf("owners %v", none.owners)
+	}
+}
+
+// A renewal is quiet only while its owners look solid: once an owner is
+// replaced, removed or waits for its dependents, the renewal takes the full
+// observation again and reaches a worker, as every renewal did before
+// quiet existed.
+func TestRenewalIsNotQuietOnceAnOwnerChanged(t *testing.T) {
+	nodes, leases := noderesource.Resource(time.Now), lease.Resource(time.Now)
+	empty := watchcache.New(nil, watchcache.Options{Window: 1})
+	gc := &GarbageCollector{cache: empty, res: newResources(registry.NewSet(nodes, leases)), graph: newGraph(), warned: map[types.UID]bool{}}
+	nodeKey := nodes.Key("", "n1")
+	gc.graph.set(nodeKey, node{uid: "uid-n1"})
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n1", Namespace: corev1.NamespaceNodeLease, UID: "lease",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "n1", UID: "uid-n1"}}}}
+	key := leases.Key(l.Namespace, l.Name)
+	renew := func() []string {
+		t.Helper()
+		var enqueued []string
+		if err := gc.observe(watchcache.Event{Type: watch.Modified, Key: key, Object: l}, func(k string) { enqueued = append(enqueued, k) }); err != nil {
+			t.Fatal(err)
+		}
+		return enqueued
+	}
+	if got := renew(); len(got) != 0 {
+		t.Fatalf("first observation enqueued %v", got)
+	}
+	steps := []struct {
+		name   string
+		change func()
+		quiet  bool
+		want   []string
+	}{
+		{"settled", func() {}, true, nil},
+		{"owner replaced", func() { gc.graph.set(nodeKey, node{uid: "uid-n1-new"}) }, false, []string{key}},
+		{"owner back", func() { gc.graph.set(nodeKey, node{uid: "uid-n1"}) }, true, nil},
+		{"owner waits for its dependents", func() { gc.graph.set(nodeKey, node{uid: "uid-n1", deletingDependents: true}) }, false, []string{key, nodeKey, nodeKey}}, // the owner once for the references before and once for after
+		{"owner settled again", func() { gc.graph.set(nodeKey, node{uid: "uid-n1"}) }, true, nil},
+		{"owner removed", func() { gc.graph.remove(nodeKey) }, false, []string{key}},
+	}
+	for _, s := range steps {
+		s.change()
+		if q := gc.quiet(key, l, true); q != s.quiet {
+			t.Errorf("%s: quiet = %v, want %v", s.name, q, s.quiet)
+		}
+		if got := renew(); !slices.Equal(got, s.want) {
+			t.Errorf("%s: renewal enqueued %v, want %v", s.name, got, s.want)
+		}
 	}
 }

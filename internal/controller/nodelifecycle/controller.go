@@ -18,16 +18,24 @@ type Controller struct {
 	log     *slog.Logger
 	cluster cluster
 
-	// known are the nodes seen in the last pass, by name, with their uid (a
-	// node deleted and registered again under its name is a new node).
-	known map[string]knownNode
+	// nodes holds, by name, the nodes seen in the last pass with their uid
+	// (a node deleted and registered again under its name is a new node)
+	// and the per-node bookkeeping of updateHealth.
+	nodes nodeTable
+	// slots are the table slots of the nodes of the current pass, in its
+	// order (classify sets them; a buffer kept from pass to pass).
+	slots []int32
 	// pass counts monitor passes; classify marks the nodes it sees with it.
 	pass uint64
-	// health is the per-node bookkeeping of updateHealth.
-	health map[string]nodeHealth
 	// zoneStates and tainters are per zone key.
 	zoneStates map[string]zoneState
 	tainters   map[string]*taintQueue
+	// lastZone and lastQueue are the zone queue queue returned last:
+	// almost every node of a pass is in the zone of the one before, and
+	// queues are never removed, so it is looked up again only for another
+	// zone.
+	lastZone  string
+	lastQueue *taintQueue
 	// storeDown and storeOutages are what the last pass saw of
 	// Config.StoreStatus (storeoutage.go).
 	storeDown    bool
@@ -44,8 +52,7 @@ func newController(cfg Config, cl cluster) (*Controller, error) {
 		clock:      cfg.Clock,
 		log:        cfg.Logger,
 		cluster:    cl,
-		known:      map[string]knownNode{},
-		health:     map[string]nodeHealth{},
+		nodes:      newNodeTable(),
 		zoneStates: map[string]zoneState{},
 		tainters:   map[string]*taintQueue{},
 	}, nil
@@ -53,7 +60,11 @@ func newController(cfg Config, cl cluster) (*Controller, error) {
 
 // queue returns zone's NoExecute queue, creating it at the normal rate.
 func (c *Controller) queue(zone string) *taintQueue {
+	if c.lastQueue != nil && zone == c.lastZone {
+		return c.lastQueue
+	}
 	q, ok := c.tainters[zone]
+	defer func() { c.lastZone, c.lastQueue = zone, q }()
 	if !ok {
 		q = newTaintQueue(c.clock, c.cfg.EvictionRate)
 		c.tainters[zone] = q
@@ -81,13 +92,13 @@ func (c *Controller) monitor(ctx context.Context) {
 	// bound the pass's buffer: one for every node (170 bytes each) was 17 MB
 	// of garbage per pass at 100,000 nodes.
 	updates := make([]healthUpdate, min(len(nodes), monitorChunk))
-	zones := map[string]zoneCounts{}
+	zones := zoneTally{counts: map[string]zoneCounts{}}
 	var written []int // indexes of the nodes whose status this pass wrote
 	for start := 0; start < len(nodes); start += monitorChunk {
 		chunk := nodes[start:min(start+monitorChunk, len(nodes))]
 		var writes []*healthUpdate
 		for i, n := range chunk {
-			c.assessHealth(n, nil, &updates[i])
+			c.assessHealthOf(n, c.nodes.at(c.slots[start+i]), nil, &updates[i])
 			if updates[i].write != nil {
 				writes = append(writes, &updates[i])
 				written = append(written, start+i)
@@ -97,10 +108,10 @@ func (c *Controller) monitor(ctx context.Context) {
 			writes[i].err = c.cluster.updateStatus(ctx, writes[i].write)
 		})
 		for i := range chunk {
-			c.actOnHealth(ctx, &updates[i], zones)
+			c.actOnHealth(ctx, &updates[i], &zones)
 		}
 	}
-	c.handleDisruption(ctx, zones, nodes)
+	c.handleDisruption(ctx, zones.done(), nodes)
 	// NoSchedule taints follow node changes as they are watched; going over
 	// every node here too retries any write that failed then. A node this
 	// pass wrote is read again (its conditions changed); the others are
@@ -123,7 +134,7 @@ const monitorChunk = 1024
 // actOnHealth finishes the health update u of one node (see finishHealth),
 // counts the node in its zone, and acts on its readiness: taints, and the
 // NodeNotReady event when this look found it gone.
-func (c *Controller) actOnHealth(ctx context.Context, u *healthUpdate, zones map[string]zoneCounts) {
+func (c *Controller) actOnHealth(ctx context.Context, u *healthUpdate, zones *zoneTally) {
 	v := u.node
 	observed, current, err := c.finishHealth(ctx, u)
 	if err != nil {
@@ -133,7 +144,7 @@ func (c *Controller) actOnHealth(ctx context.Context, u *healthUpdate, zones map
 		return
 	}
 	if !v.excluded {
-		zones[v.zone] = zones[v.zone].add(current)
+		zones.add(v.zone, current)
 	}
 	if current == nil {
 		return
@@ -147,43 +158,50 @@ func (c *Controller) actOnHealth(ctx context.Context, u *healthUpdate, zones map
 
 // classify compares nodes with those known from the last pass: new ones get
 // RegisteredNode, gone ones RemovingNode.
+// It also sets c.slots to the nodes' table slots, for the rest of the pass.
 func (c *Controller) classify(nodes []*nodeView) {
 	c.pass++
+	c.slots = c.slots[:0]
 	for _, v := range nodes {
-		k, ok := c.known[v.name]
-		if ok && k.uid == v.uid {
-			k.seen = c.pass
-			c.known[v.name] = k
+		id := c.nodes.slot(v.name)
+		st := c.nodes.at(id)
+		if st.known && st.uid == v.uid {
+			st.seen = c.pass
+			c.slots = append(c.slots, id)
 			continue
 		}
-		if ok {
+		if st.known {
 			c.forgetNode(v.name)
+			id = c.nodes.slot(v.name)
+			st = c.nodes.at(id)
 		}
 		c.log.Info("observed a new node", "node", v.name)
 		c.cluster.event(v.ref(), "RegisteredNode", "Node %s event: %s", v.name, fmt.Sprintf("Registered Node %s in Controller", v.name))
-		c.known[v.name] = knownNode{uid: v.uid, seen: c.pass}
+		st.known, st.uid, st.seen = true, v.uid, c.pass
+		c.slots = append(c.slots, id)
 		c.queue(v.zone)
 	}
-	for name, k := range c.known {
-		if k.seen != c.pass {
-			c.forgetNode(name)
+	var gone []string
+	c.nodes.all(func(st *nodeState) {
+		if st.known && st.seen != c.pass {
+			gone = append(gone, st.name)
 		}
+	})
+	for _, name := range gone {
+		c.forgetNode(name)
 	}
-}
-
-// knownNode is a node as classify last saw it: its uid, and the pass.
-type knownNode struct {
-	uid  types.UID
-	seen uint64
 }
 
 // forgetNode drops a node that is gone or was replaced by a new object of
 // the same name.
 func (c *Controller) forgetNode(name string) {
 	c.log.Info("node removed", "node", name)
-	c.cluster.event(nodeRef(name, c.known[name].uid), "RemovingNode", "Node %s event: %s", name, fmt.Sprintf("Removing Node %s from Controller", name))
-	delete(c.known, name)
-	delete(c.health, name)
+	var uid types.UID
+	if st := c.nodes.get(name); st != nil {
+		uid = st.uid
+	}
+	c.cluster.event(nodeRef(name, uid), "RemovingNode", "Node %s event: %s", name, fmt.Sprintf("Removing Node %s from Controller", name))
+	c.nodes.remove(name)
 	for _, q := range c.tainters {
 		q.forget(name)
 	}

@@ -103,7 +103,7 @@ func TestEveryNodeSilentIsMasterDisruption(t *testing.T) {
 	c.monitor(ctx)
 	exit := mono(c.cfg.Monotonic())
 	for _, n := range []string{"a0", "a1", "b0"} {
-		if h := c.health[n]; h.probe != exit {
+		if h, _ := c.healthOf(n); h.probe != exit {
 			t.Errorf("%s probe timestamp %v, want reset to %v", n, time.Duration(h.probe), time.Duration(exit))
 		}
 	}

@@ -137,12 +137,17 @@ type healthUpdate struct {
 // *u, one element of a buffer the pass allocates at once, so that looking
 // at a healthy node allocates nothing.
 func (c *Controller) assessHealth(v *nodeView, full *corev1.Node, u *healthUpdate) {
+	c.assessHealthOf(v, c.nodes.at(c.nodes.slot(v.name)), full, u)
+}
+
+// assessHealthOf is assessHealth given v's state in the node table.
+func (c *Controller) assessHealthOf(v *nodeView, st *nodeState, full *corev1.Node, u *healthUpdate) {
 	// One clock read per node, as before: the wall clock is read only for
 	// the rare node that needs it (never posted, or silent).
 	seen := mono(c.cfg.Monotonic())
-	h, known := c.health[v.name]
+	h, known := st.health, st.hasHealth
 	// Whatever happens below, remember what was seen.
-	defer func() { c.health[v.name] = h }()
+	defer func() { st.health, st.hasHealth = h, true }()
 
 	*u = healthUpdate{node: v}
 	grace := c.cfg.GracePeriod
@@ -229,8 +234,22 @@ func (c *Controller) updateHealth(ctx context.Context, n *corev1.Node) (observed
 	if err := c.cluster.updateStatus(ctx, u.write); err != nil {
 		return u.observed, u.current, err
 	}
-	c.health[n.Name] = *u.written
+	c.setHealth(n.Name, *u.written)
 	return u.observed, u.current, nil
+}
+
+// setHealth remembers h as the health of node name.
+func (c *Controller) setHealth(name string, h nodeHealth) {
+	st := c.nodes.at(c.nodes.slot(name))
+	st.health, st.hasHealth = h, true
+}
+
+// healthOf returns what the controller remembers of node name's health.
+func (c *Controller) healthOf(name string) (nodeHealth, bool) {
+	if st := c.nodes.get(name); st != nil && st.hasHealth {
+		return st.health, true
+	}
+	return nodeHealth{}, false
 }
 
 // renewed reports whether l's renewTime differs from the one saved (any
@@ -284,7 +303,7 @@ func (c *Controller) finishHealth(ctx context.Context, u *healthUpdate) (observe
 	if u.err != nil {
 		return c.retryHealth(ctx, u.node.name, u.observed, u.current, u.err)
 	}
-	c.health[u.node.name] = *u.written
+	c.setHealth(u.node.name, *u.written)
 	return u.observed, u.current, nil
 }
 

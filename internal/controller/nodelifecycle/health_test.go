@@ -193,7 +193,7 @@ func TestRegisteredAndRemovingEvents(t *testing.T) {
 	if ev := m.eventsWith("RemovingNode"); len(ev) != 1 || ev[0].message != "Node n1 event: Removing Node n1 from Controller" {
 		t.Fatalf("RemovingNode events = %+v", ev)
 	}
-	if _, ok := c.health["n1"]; ok {
+	if _, ok := c.healthOf("n1"); ok {
 		t.Error("health of a removed node kept")
 	}
 	// Registered again (new uid): a new node, judged afresh.

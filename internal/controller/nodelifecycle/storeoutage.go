@@ -34,10 +34,13 @@ func (c *Controller) storeOutage() bool {
 	}
 	c.storeDown, c.storeOutages = false, s.Outages
 	now := mono(c.cfg.Monotonic())
-	for name, h := range c.health {
-		h.probe = now
-		c.health[name] = h
-	}
-	c.log.Info("the control plane's store is back: every node gets a full grace period", "nodes", len(c.health))
+	n := 0
+	c.nodes.all(func(st *nodeState) {
+		if st.hasHealth {
+			st.health.probe = now
+			n++
+		}
+	})
+	c.log.Info("the control plane's store is back: every node gets a full grace period", "nodes", n)
 	return false
 }

@@ -23,15 +23,12 @@ type nodeView struct {
 	// node, and what a status write is conditioned on.
 	revision int64
 	created  metav1.Time
-	// zone is zoneKey of the node; excluded says it carries
-	// labelExcludeDisruption.
-	zone     string
-	excluded bool
+	// zone is zoneKey of the node.
+	zone string
 	// ready is the node's Ready condition when hasReady says it has one.
 	// It is held inline: a pointer to a copy was a second heap object per
 	// node for the collector to mark on every cycle.
-	ready    corev1.NodeCondition
-	hasReady bool
+	ready corev1.NodeCondition
 	// noSchedule are the controller-owned NoSchedule taint keys the node's
 	// conditions and spec.unschedulable call for, in condition order.
 	noSchedule []string
@@ -40,6 +37,12 @@ type nodeView struct {
 	// listed is the viewCache refresh that last listed the node, which
 	// keeps the view cached; the one field a pass writes.
 	listed uint64
+	// hasReady says ready is set; excluded says the node carries
+	// labelExcludeDisruption. The two flags sit together at the end: each
+	// after a word-aligned field made the view 272 bytes, a 288-byte
+	// allocation per node, where 250 fit the 256-byte size class.
+	hasReady bool
+	excluded bool
 }
 
 // viewOf returns the view of n. It shares n's taints and strings, not n.

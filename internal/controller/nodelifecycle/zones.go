@@ -51,6 +51,37 @@ func (z zoneCounts) add(cond *corev1.NodeCondition) zoneCounts {
 	return z
 }
 
+// zoneTally counts a pass's nodes per zone. Consecutive nodes are almost
+// always in one zone, so their counts are kept aside until another zone
+// comes: one map lookup per run of nodes instead of two per node.
+type zoneTally struct {
+	counts map[string]zoneCounts
+	zone   string
+	cur    zoneCounts
+	open   bool // cur holds zone's counts, not yet in counts
+}
+
+func (t *zoneTally) add(zone string, cond *corev1.NodeCondition) {
+	if !t.open || zone != t.zone {
+		t.flush()
+		t.zone, t.cur, t.open = zone, t.counts[zone], true
+	}
+	t.cur = t.cur.add(cond)
+}
+
+func (t *zoneTally) flush() {
+	if t.open {
+		t.counts[t.zone] = t.cur
+		t.open = false
+	}
+}
+
+// done returns the counts per zone.
+func (t *zoneTally) done() map[string]zoneCounts {
+	t.flush()
+	return t.counts
+}
+
 func (z zoneCounts) size() int { return z.ready + z.notReady }
 
 // computeZoneState judges a zone from its nodes' Ready conditions.
@@ -126,9 +157,8 @@ func (c *Controller) handleDisruption(ctx context.Context, zones map[string]zone
 		c.log.Info("Controller detected that some Nodes are Ready. Exiting master disruption mode")
 		now := mono(c.cfg.Monotonic())
 		for _, v := range nodes {
-			if h, ok := c.health[v.name]; ok {
-				h.probe = now
-				c.health[v.name] = h
+			if st := c.nodes.get(v.name); st != nil && st.hasHealth {
+				st.health.probe = now
 			}
 		}
 		for zone := range c.zoneStates {
