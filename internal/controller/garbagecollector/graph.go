@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/leasehold/leasehold/internal/registry"
+	"github.com/leasehold/leasehold/internal/slots"
 )
 
 // edge is one owner reference of a dependent, resolved to the storage key
@@ -118,28 +119,21 @@ func (e *entry) trimExtra() {
 	}
 }
 
-// chunkBits sizes the entry arena's chunks (1,024 entries): chunks are never
-// moved, so an entry's address is stable and growing the arena copies
-// nothing and leaves no half-used doubled slice behind.
-const chunkBits = 10
-
 // graph is the dependency graph, written only by the event loop and read by
 // the workers. Dependents are indexed by the owner's storage key rather than
 // its uid, so an owner that is deleted and re-created under the same name
 // finds the dependents that still point at its predecessor.
 //
-// Memory: one entry per object (40,000 at 20,000 nodes) in a chunked arena,
-// one index of keys to entries, and a uid index that holds UUIDs as 16 bytes
+// Memory: one entry per object (40,000 at 20,000 nodes) in a chunked arena
+// with its index of keys (package slots), and a uid index that holds UUIDs as 16 bytes
 // (a map without pointers, which the Go collector does not scan). At
 // 20,000 nodes a map entry per object, a second one per uid and a third per
 // owner (nodes, byUID and dependents, each keyed by a string) held 610 B
 // per Node and lease (heap profile of scripts/heap-per-node.sh).
 type graph struct {
-	mu     sync.RWMutex
-	index  map[string]slotID
-	chunks [][]entry
-	free   []slotID
-	byUID  uidIndex
+	mu      sync.RWMutex
+	entries *slots.Table[entry, slotID]
+	byUID   uidIndex
 	// waiting counts the present entries that are deletingDependents: while
 	// it is 0 no owner waits for its dependents and a dependent's change
 	// need not look for one.
@@ -161,9 +155,7 @@ func newGraph() *graph {
 }
 
 func (g *graph) resetLocked() {
-	g.index = map[string]slotID{}
-	g.chunks = [][]entry{make([]entry, 1, 1<<chunkBits)} // slot 0 is none
-	g.free = nil
+	g.entries = slots.New[entry, slotID]() // slot 0 is none
 	g.byUID = newUIDIndex()
 	g.waiting = 0
 	g.ownerEpoch = 1
@@ -171,13 +163,11 @@ func (g *graph) resetLocked() {
 }
 
 // at returns the entry of id.
-func (g *graph) at(id slotID) *entry {
-	return &g.chunks[id>>chunkBits][id&(1<<chunkBits-1)]
-}
+func (g *graph) at(id slotID) *entry { return g.entries.At(id) }
 
 // lookup returns the entry of key, nil if none.
 func (g *graph) lookup(key string) (slotID, *entry) {
-	id, ok := g.index[key]
+	id, ok := g.entries.Lookup(key)
 	if !ok {
 		return 0, nil
 	}
@@ -186,24 +176,10 @@ func (g *graph) lookup(key string) (slotID, *entry) {
 
 // slotOf returns key's entry, making an empty one if there is none.
 func (g *graph) slotOf(key string) slotID {
-	if id, ok := g.index[key]; ok {
-		return id
+	id, created := g.entries.Slot(key)
+	if created {
+		g.at(id).key = key
 	}
-	var id slotID
-	if n := len(g.free); n > 0 {
-		id = g.free[n-1]
-		g.free = g.free[:n-1]
-	} else {
-		last := len(g.chunks) - 1
-		if len(g.chunks[last]) == 1<<chunkBits {
-			g.chunks = append(g.chunks, make([]entry, 0, 1<<chunkBits))
-			last++
-		}
-		id = slotID(last<<chunkBits | len(g.chunks[last]))
-		g.chunks[last] = g.chunks[last][:len(g.chunks[last])+1]
-	}
-	*g.at(id) = entry{key: key}
-	g.index[key] = id
 	return id
 }
 
@@ -213,9 +189,7 @@ func (g *graph) release(id slotID) {
 	if e.present || e.deps0 != 0 || e.key == "" { // key "": released already (a key named twice)
 		return
 	}
-	delete(g.index, e.key)
-	*e = entry{}
-	g.free = append(g.free, id)
+	g.entries.Release(e.key, id)
 }
 
 // addDep records that dep links to the entry e.

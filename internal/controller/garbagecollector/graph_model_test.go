@@ -55,8 +55,8 @@ func TestGraphBehavesAsMaps(t *testing.T) {
 	for _, k := range keys {
 		g.remove(k)
 	}
-	if len(g.index) != 0 || g.waiting != 0 || len(g.byUID.uuids)+len(g.byUID.other) != 0 {
-		t.Fatalf("emptied graph keeps %d entries, %d waiting, %d uids", len(g.index), g.waiting, len(g.byUID.uuids)+len(g.byUID.other))
+	if g.entries.Len() != 0 || g.waiting != 0 || len(g.byUID.uuids)+len(g.byUID.other) != 0 {
+		t.Fatalf("emptied graph keeps %d entries, %d waiting, %d uids", g.entries.Len(), g.waiting, len(g.byUID.uuids)+len(g.byUID.other))
 	}
 }
 
@@ -111,7 +111,7 @@ func checkGraph(t *testing.T, step string, g *graph, nodes map[string]node, keys
 			t.Fatalf("%s: keyOfUID(%s) = %s %v, want %s %v", step, u, k, ok, byUID[u], want)
 		}
 	}
-	for k, id := range g.index {
+	g.entries.Keys(func(k string, id slotID) {
 		e := g.at(id)
 		if e.key != k {
 			t.Fatalf("%s: index %s → entry of %s", step, k, e.key)
@@ -119,5 +119,5 @@ func checkGraph(t *testing.T, step string, g *graph, nodes map[string]node, keys
 		if _, ok := nodes[k]; !ok && deps[k] == nil {
 			t.Fatalf("%s: entry %s kept with no object and no dependents", step, k)
 		}
-	}
+	})
 }
