@@ -78,11 +78,9 @@ env ${SERVER_ENV:-} "$bin" serve --data-dir "$out/replica" --secure-port 0 --etc
 	>"$out/server.out" 2>"$out/server.log" &
 server=$!
 pids+=("$server")
-for _ in $(seq 1 150); do
-	grep -q '"msg":"serving"' "$out/server.log" 2>/dev/null && break
-	sleep 0.2
-done
-grep -q '"msg":"serving"' "$out/server.log" || { echo "server did not start; see $out/server.log" >&2; exit 1; }
+# shellcheck source=scripts/serve-fresh.sh
+. "$(dirname "$0")/serve-fresh.sh" # await_serving
+await_serving "$out/server.log" "the replica"
 kc=$out/replica/admin.kubeconfig
 embedded=""
 if [ "${EMBEDDED:-1}" = 1 ]; then
@@ -91,11 +89,7 @@ if [ "${EMBEDDED:-1}" = 1 ]; then
 		>"$out/embedded.out" 2>"$out/embedded.log" &
 	embedded=$!
 	pids+=("$embedded")
-	for _ in $(seq 1 150); do
-		grep -q '"msg":"serving"' "$out/embedded.log" 2>/dev/null && break
-		sleep 0.2
-	done
-	grep -q '"msg":"serving"' "$out/embedded.log" || { echo "embedded server did not start; see $out/embedded.log" >&2; exit 1; }
+	await_serving "$out/embedded.log" "the embedded server"
 fi
 
 # cpu_ms PID...: the CPU time (user+system) the processes have used, in ms.
