@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+
+	"github.com/leasehold/leasehold/internal/envelope"
 )
 
 // The lease source lists and watches every Lease straight into the Fleet,
@@ -329,26 +331,17 @@ func watchFrame(b []byte) (typ string, obj []byte, err error) {
 	return typ, obj, err
 }
 
-// protobufMagic starts every object the protobuf serializer writes.
-var protobufMagic = []byte("k8s\x00")
+// leaseKind is what a lease's envelope must name.
+var leaseKind = coordinationv1.SchemeGroupVersion.WithKind("Lease")
 
 // leanLease decodes the fields of a Lease a leaseRecord holds into r, from
-// an object as the protobuf serializer writes it, and returns the Lease's
-// resourceVersion (a slice of b). It reads what newLeaseRecord reads of a
-// Lease (TestLeanLeaseMatchesFullDecode).
+// an object as the protobuf serializer writes it (package envelope), and
+// returns the Lease's resourceVersion (a slice of b). It reads what
+// newLeaseRecord reads of a Lease (TestLeanLeaseMatchesFullDecode).
 func leanLease(b []byte, r *leaseRecord) (rv []byte, err error) {
-	if len(b) < len(protobufMagic) || string(b[:len(protobufMagic)]) != string(protobufMagic) {
-		return nil, errors.New("not a protobuf object")
-	}
-	var raw []byte // runtime.Unknown's raw: the Lease
-	err = protoFields(b[len(protobufMagic):], func(num protowire.Number, v []byte) error {
-		if num == 2 {
-			raw = v
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+	raw, ok := envelope.Raw(b, leaseKind)
+	if !ok {
+		return nil, errors.New("not a protobuf Lease")
 	}
 	*r = leaseRecord{}
 	err = protoFields(raw, func(num protowire.Number, v []byte) error {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/leasehold/leasehold/internal/envelope"
 )
 
 // WithResourceVersion appends to dst the protobuf envelope stored (an
@@ -19,7 +21,7 @@ import (
 // but one envelope whose object has one metadata field with one empty
 // resourceVersion (TestWithResourceVersionMatchesSerializer).
 func WithResourceVersion(dst, stored []byte, rv string) ([]byte, bool) {
-	rest, ok := bytes.CutPrefix(stored, protobufMagic)
+	rest, ok := bytes.CutPrefix(stored, envelope.Magic)
 	if !ok {
 		return dst, false
 	}
@@ -45,7 +47,7 @@ func WithResourceVersion(dst, stored []byte, rv string) ([]byte, bool) {
 	newRawLen := rawLen + grow + protowire.SizeVarint(uint64(newMetaLen)) - protowire.SizeVarint(uint64(metaLen))
 
 	rawBytes := rest[raw.start:raw.end]
-	dst = append(dst, protobufMagic...)
+	dst = append(dst, envelope.Magic...)
 	dst = append(dst, rest[:raw.tagEnd]...)
 	dst = protowire.AppendVarint(dst, uint64(newRawLen))
 	dst = append(dst, rawBytes[:meta.tagEnd]...)
