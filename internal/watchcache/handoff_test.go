@@ -171,3 +171,27 @@ func TestHandoffKeepsTheKeysTwoNewestObjects(t *testing.T) {
 		t.Fatalf("table holds %d objects under %d keys, want none", n, len(c.handoffs.byKey))
 	}
 }
+
+// TestHandoffAllocatesNothingPerWrite checks handoff.go's claim: once a key
+// has been handed over before, a write's Expect and its event's claim cost
+// no allocation (the key's slots live inline in the map).
+func TestHandoffAllocatesNothingPerWrite(t *testing.T) {
+	c := New(nil, Options{Prefix: "/registry/", Decode: decodeLease, Adopt: adoptLease, Logger: quietLogger()})
+	key := leaseKey("ns", "a")
+	value := encodeLease(t, "ns", "a", "h", nil)
+	obj, err := decodeLease(key, value, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Expect(key, value, obj)
+	c.handoffs.claim(key, value)
+	allocs := testing.AllocsPerRun(1000, func() {
+		c.Expect(key, value, obj)
+		if c.handoffs.claim(key, value) != obj {
+			t.Fatal("not claimed")
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%.1f allocations per handed-over write, want 0", allocs)
+	}
+}

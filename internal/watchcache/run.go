@@ -121,8 +121,11 @@ func (c *Cache) list(ctx context.Context) error {
 // up to maxBatch events, under one lock acquisition and one wake-up.
 func (c *Cache) consume(ctx context.Context, ch <-chan []storage.Event) int {
 	n := 0
-	var batch []storage.Event
+	// merged collects several store batches; one store batch is applied as
+	// it is (shared and read-only, and nothing keeps it past applyBatch).
+	merged := make([]storage.Event, 0, maxBatch)
 	for {
+		var batch []storage.Event
 		select {
 		case <-ctx.Done():
 			return n
@@ -130,12 +133,9 @@ func (c *Cache) consume(ctx context.Context, ch <-chan []storage.Event) int {
 			if !ok {
 				return n
 			}
-			// The store's batch is shared and read-only; it is applied as
-			// it is unless more are waiting.
 			batch = evs
 		}
 		open := true
-		merged := false
 	drain:
 		for len(batch) < maxBatch {
 			select {
@@ -144,17 +144,19 @@ func (c *Cache) consume(ctx context.Context, ch <-chan []storage.Event) int {
 					open = false
 					break drain
 				}
-				if !merged {
-					batch = append(make([]storage.Event, 0, max(maxBatch, len(batch)+len(evs))), batch...)
-					merged = true
+				if len(merged) == 0 {
+					merged = append(merged, batch...)
 				}
-				batch = append(batch, evs...)
+				merged = append(merged, evs...)
+				batch = merged
 			default:
 				break drain
 			}
 		}
 		c.applyBatch(c.decode(batch))
 		n += len(batch)
+		clear(merged) // keep no applied values alive
+		merged = merged[:0]
 		if !open {
 			return n
 		}

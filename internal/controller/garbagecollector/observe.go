@@ -77,7 +77,10 @@ func (gc *GarbageCollector) observe(ev watchcache.Event, enqueue func(string)) e
 // known solid while the graph's ownerEpoch has not moved since they were
 // checked. At 20,000 nodes the full observation took about 5 CPU-µs per
 // renewal (scripts/controller-cost.sh), mostly in cache misses on three
-// string-keyed maps and on the owner's entry and key.
+// string-keyed maps and on the owner's entry and key; with this path
+// BenchmarkObserveRenewal went from 1,000-1,787 to 370-825 ns per renewal
+// (alternating runs, loaded machine), and both controllers together from
+// 12.4-17.6 to 7.1-11.8 CPU-µs per renewal at 10,000 nodes.
 func (gc *GarbageCollector) quiet(key string, dep metav1.Object, depNamespaced bool) bool {
 	if dep.GetDeletionTimestamp() != nil {
 		return false

@@ -19,8 +19,8 @@ import (
 // mutex per step: the clones alone were 2% of a replica's CPU profile
 // under bench max on 3 etcd members (scripts/etcd-ratio.sh), for an If
 // of one comparison; like the watch cache's hand-off of the writer's
-// object, it is smaller than the round-to-round spread of the replica's CPU per renewal on the shared
-// machine it was measured on.
+// object, it is smaller than the round-to-round spread of the replica's
+// CPU per renewal on the shared machine it was measured on.
 
 // maxCallSendMsgSize and maxCallRecvMsgSize are clientv3's defaults, set
 // in the client's Config and used for the transactions sent here, so the
