@@ -42,10 +42,13 @@ func (t *Table[T, ID]) At(id ID) *T {
 	return &t.chunks[id>>chunkBits][id&(1<<chunkBits-1)]
 }
 
-// Lookup returns key's id, or false if the table has none.
-func (t *Table[T, ID]) Lookup(key string) (ID, bool) {
+// Lookup returns key's id and value, or 0 and nil if the table has none.
+func (t *Table[T, ID]) Lookup(key string) (ID, *T) {
 	id, ok := t.index[key]
-	return id, ok
+	if !ok {
+		return 0, nil
+	}
+	return id, t.At(id)
 }
 
 // Slot returns key's id, giving key a zero value first if it has none

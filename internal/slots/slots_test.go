@@ -28,9 +28,9 @@ func TestTable(t *testing.T) {
 		ptrs[k] = v
 	}
 	for k, p := range ptrs {
-		id, ok := tab.Lookup(k)
-		if !ok || tab.At(id) != p || p.key != k {
-			t.Fatalf("%s moved or lost: %v %v", k, ok, p.key)
+		id, v := tab.Lookup(k)
+		if v == nil || tab.At(id) != p || v != p || p.key != k {
+			t.Fatalf("%s moved or lost: %v %v", k, v != nil, p.key)
 		}
 		if again, created := tab.Slot(k); created || again != id {
 			t.Fatalf("Slot(%s) again = %d, created %v; want %d", k, again, created, id)
@@ -38,7 +38,7 @@ func TestTable(t *testing.T) {
 	}
 	id, _ := tab.Lookup("k5")
 	tab.Release("k5", id)
-	if _, ok := tab.Lookup("k5"); ok || tab.Len() != n-1 {
+	if _, v := tab.Lookup("k5"); v != nil || tab.Len() != n-1 {
 		t.Fatalf("released key still held (len %d)", tab.Len())
 	}
 	reused, _ := tab.Slot("new")

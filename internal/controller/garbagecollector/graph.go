@@ -167,11 +167,7 @@ func (g *graph) at(id slotID) *entry { return g.entries.At(id) }
 
 // lookup returns the entry of key, nil if none.
 func (g *graph) lookup(key string) (slotID, *entry) {
-	id, ok := g.entries.Lookup(key)
-	if !ok {
-		return 0, nil
-	}
-	return id, g.at(id)
+	return g.entries.Lookup(key)
 }
 
 // slotOf returns key's entry, making an empty one if there is none.

@@ -40,11 +40,8 @@ func (t *nodeTable) at(id int32) *nodeState { return t.states.At(id) }
 
 // get returns the state of name, nil if the table has none.
 func (t *nodeTable) get(name string) *nodeState {
-	id, ok := t.states.Lookup(name)
-	if !ok {
-		return nil
-	}
-	return t.at(id)
+	_, st := t.states.Lookup(name)
+	return st
 }
 
 // slot returns the slot of name's state, making an empty one if needed.
@@ -58,7 +55,7 @@ func (t *nodeTable) slot(name string) int32 {
 
 // remove forgets name's state.
 func (t *nodeTable) remove(name string) {
-	if id, ok := t.states.Lookup(name); ok {
+	if id, st := t.states.Lookup(name); st != nil {
 		t.states.Release(name, id)
 	}
 }
