@@ -26,13 +26,18 @@ type Table[T any, ID ~int32] struct {
 	index  map[string]ID
 	chunks [][]T
 	free   []ID
+	// named, if set, writes a new value's key into it.
+	named func(*T, string)
 }
 
-// New returns an empty table.
-func New[T any, ID ~int32]() *Table[T, ID] {
+// New returns an empty table. named, if not nil, is called with every
+// value Slot creates and its key (values that carry their key set it
+// there).
+func New[T any, ID ~int32](named func(*T, string)) *Table[T, ID] {
 	return &Table[T, ID]{
 		index:  map[string]ID{},
 		chunks: [][]T{make([]T, 1, 1<<chunkBits)}, // id 0 is none
+		named:  named,
 	}
 }
 
@@ -51,8 +56,8 @@ func (t *Table[T, ID]) Lookup(key string) (ID, *T) {
 	return id, t.At(id)
 }
 
-// Slot returns key's id, giving key a zero value first if it has none
-// (created is then true).
+// Slot returns key's id, giving key a zero value first (named by New's
+// named) if it has none: created is then true.
 func (t *Table[T, ID]) Slot(key string) (id ID, created bool) {
 	if id, ok := t.index[key]; ok {
 		return id, false
@@ -70,7 +75,11 @@ func (t *Table[T, ID]) Slot(key string) (id ID, created bool) {
 		t.chunks[last] = t.chunks[last][:len(t.chunks[last])+1]
 	}
 	var zero T
-	*t.At(id) = zero
+	v := t.At(id)
+	*v = zero
+	if t.named != nil {
+		t.named(v, key)
+	}
 	t.index[key] = id
 	return id, true
 }

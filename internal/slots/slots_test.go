@@ -14,7 +14,7 @@ type value struct {
 // release and reuse: no id is 0, a value's address never changes while
 // its key is held, a released id comes back zeroed for the next key.
 func TestTable(t *testing.T) {
-	tab := New[value, int32]()
+	tab := New[value, int32](func(v *value, key string) { v.key = key })
 	const n = 3*1024 + 7
 	ptrs := map[string]*value{}
 	for i := range n {
@@ -24,7 +24,10 @@ func TestTable(t *testing.T) {
 			t.Fatalf("Slot(%s) = %d, created %v", k, id, created)
 		}
 		v := tab.At(id)
-		v.key, v.n = k, i
+		if v.key != k {
+			t.Fatalf("Slot(%s) named its value %q", k, v.key)
+		}
+		v.n = i
 		ptrs[k] = v
 	}
 	for k, p := range ptrs {
@@ -42,13 +45,13 @@ func TestTable(t *testing.T) {
 		t.Fatalf("released key still held (len %d)", tab.Len())
 	}
 	reused, _ := tab.Slot("new")
-	if reused != id || *tab.At(reused) != (value{}) {
-		t.Fatalf("Slot after Release = %d holding %+v; want id %d zeroed", reused, *tab.At(reused), id)
+	if reused != id || *tab.At(reused) != (value{key: "new"}) {
+		t.Fatalf("Slot after Release = %d holding %+v; want id %d zeroed and named", reused, *tab.At(reused), id)
 	}
 	held := 0
 	tab.Values(func(v *value) bool { return v.key != "" }, func(*value) { held++ })
-	if held != n-1 { // "new" has no key field set yet
-		t.Fatalf("Values saw %d held, want %d", held, n-1)
+	if held != n {
+		t.Fatalf("Values saw %d held, want %d", held, n)
 	}
 	keys := 0
 	tab.Keys(func(string, int32) { keys++ })

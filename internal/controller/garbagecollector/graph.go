@@ -155,7 +155,7 @@ func newGraph() *graph {
 }
 
 func (g *graph) resetLocked() {
-	g.entries = slots.New[entry, slotID]() // slot 0 is none
+	g.entries = slots.New[entry, slotID](func(e *entry, key string) { e.key = key }) // slot 0 is none
 	g.byUID = newUIDIndex()
 	g.waiting = 0
 	g.ownerEpoch = 1
@@ -172,10 +172,7 @@ func (g *graph) lookup(key string) (slotID, *entry) {
 
 // slotOf returns key's entry, making an empty one if there is none.
 func (g *graph) slotOf(key string) slotID {
-	id, created := g.entries.Slot(key)
-	if created {
-		g.at(id).key = key
-	}
+	id, _ := g.entries.Slot(key)
 	return id
 }
 

@@ -33,7 +33,7 @@ type nodeTable struct {
 }
 
 func newNodeTable() nodeTable {
-	return nodeTable{states: slots.New[nodeState, int32]()}
+	return nodeTable{states: slots.New[nodeState, int32](func(s *nodeState, name string) { s.name = name })}
 }
 
 func (t *nodeTable) at(id int32) *nodeState { return t.states.At(id) }
@@ -46,10 +46,7 @@ func (t *nodeTable) get(name string) *nodeState {
 
 // slot returns the slot of name's state, making an empty one if needed.
 func (t *nodeTable) slot(name string) int32 {
-	id, created := t.states.Slot(name)
-	if created {
-		t.at(id).name = name
-	}
+	id, _ := t.states.Slot(name)
 	return id
 }
 
