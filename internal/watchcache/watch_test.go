@@ -54,7 +54,10 @@ func TestWatchDeliversEveryChangeInOrderUnderConcurrentWriters(t *testing.T) {
 
 func testWatchDeliversEveryChangeInOrderUnderConcurrentWriters(t *testing.T, s storage.Interface) {
 	create(t, s, "ns0", "seed", "h", nil)
-	c := startCache(t, s, Options{WatcherBuffer: 8})
+	// Nobody reads until the writers finish, which under a loaded machine
+	// (the race detector, other packages' tests) takes longer than the
+	// default slow-watcher timeout: this test is about order, not slowness.
+	c := startCache(t, s, Options{WatcherBuffer: 8, SlowWatcherTimeout: time.Minute})
 	start := c.Revision()
 	fromStart := mustWatch(t, c, WatchOptions{FromRevision: start})
 	fromNow := mustWatch(t, c, WatchOptions{}) // FromRevision 0: changes from now on
