@@ -16,7 +16,7 @@ import (
 )
 
 // CacheOptions returns o with the watch cache's glue to the stored form
-// set: Decode, Adopt, Encode and SameSelection. Serve and every test
+// set: Decode, Adopt, Encode, SameSelection, Thin and Thicken. Serve and every test
 // harness build their cache's options here, so they all keep objects as
 // the server does.
 func (f *Form) CacheOptions(o watchcache.Options) watchcache.Options {
@@ -24,6 +24,8 @@ func (f *Form) CacheOptions(o watchcache.Options) watchcache.Options {
 	o.Adopt = f.adopter()
 	o.Encode = f.Encode
 	o.SameSelection = f.sameSelection
+	o.Thin = f.thin
+	o.Thicken = f.thicken
 	return o
 }
 

@@ -147,19 +147,19 @@ func sameBoolPtr(x, y *bool) bool {
 }
 
 func sameManagedFields(a, b []metav1.ManagedFieldsEntry) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		x, y := a[i], b[i]
-		if x.Manager != y.Manager || x.Operation != y.Operation || x.APIVersion != y.APIVersion ||
-			x.Subresource != y.Subresource || x.FieldsType != y.FieldsType || (x.Time == nil) != (y.Time == nil) ||
-			(x.Time != nil && !x.Time.Equal(y.Time)) || (x.FieldsV1 == nil) != (y.FieldsV1 == nil) ||
-			(x.FieldsV1 != nil && !bytes.Equal(x.FieldsV1.GetRawBytes(), y.FieldsV1.GetRawBytes())) {
-			return false
-		}
-	}
-	return true
+	return slices.EqualFunc(a, b, sameManagedFieldsEntry)
+}
+
+func sameManagedFieldsEntry(x, y metav1.ManagedFieldsEntry) bool {
+	return x.Time.Equal(y.Time) && sameManagedFieldsEntryButTime(x, y)
+}
+
+// sameManagedFieldsEntryButTime compares every field of two entries but
+// their times.
+func sameManagedFieldsEntryButTime(x, y metav1.ManagedFieldsEntry) bool {
+	return x.Manager == y.Manager && x.Operation == y.Operation && x.APIVersion == y.APIVersion &&
+		x.Subresource == y.Subresource && x.FieldsType == y.FieldsType && (x.FieldsV1 == nil) == (y.FieldsV1 == nil) &&
+		(x.FieldsV1 == nil || bytes.Equal(x.FieldsV1.GetRawBytes(), y.FieldsV1.GetRawBytes()))
 }
 
 // ownsAll tells whether the FieldsV1 document raw (one manager's entry)

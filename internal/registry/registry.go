@@ -72,6 +72,12 @@ type Resource struct {
 	// keep a renewal's managedFields without running structured-merge-diff.
 	ChangedFields func(old, obj runtime.Object) (paths []fieldpath.Path, ok bool)
 
+	// Renewal, when set, names the one non-metadata field a renewal of
+	// the resource moves (a Lease's spec.renewTime), so the watch cache
+	// can keep an older version of a renewed object as that time alone
+	// (see objects' thin.go).
+	Renewal *Renewal
+
 	// PrepareForDelete, when set, decides what a DELETE (and each object
 	// of a deletecollection) does, before the generic path. It gets a
 	// private copy of the current object, which it may change (a namespace

@@ -138,11 +138,12 @@ func (c *Cache) putLocked(key string, obj runtime.Object, modRev, evRev int64, d
 		default:
 			ev.prev = c.currentLocked(e, d)
 		}
-		e.obj, e.cold, e.modRev = obj, nil, modRev
+		c.thinLocked(e, obj)
+		e.obj, e.cold, e.modRev, e.last = obj, nil, modRev, c.events.next+1
 		c.pushLocked(ev)
 		return
 	}
-	e := &entry{key: key, obj: obj, modRev: modRev}
+	e := &entry{key: key, obj: obj, modRev: modRev, last: c.events.next + 1}
 	c.objects[key] = e
 	c.sorted.ReplaceOrInsert(e)
 	c.counts.add(key, 1)
@@ -175,8 +176,15 @@ func (c *Cache) deleteLocked(key string, rev int64, d *decoded) {
 
 // pushLocked appends to the window; an evicted event moves the horizon.
 func (c *Cache) pushLocked(ev event) {
-	if old, ok := c.events.push(ev); ok && old.rev > c.horizon {
+	old, ok := c.events.push(ev)
+	if !ok {
+		return
+	}
+	if old.rev > c.horizon {
 		c.horizon = old.rev
+	}
+	if old.thin {
+		c.thinEvents--
 	}
 }
 

@@ -79,6 +79,18 @@ type Options struct {
 	// previous version for the window's lifetime roughly doubled the lease
 	// objects the cache holds. It is called from the cache's own goroutine.
 	SameSelection func(key string, prev, obj runtime.Object) bool
+	// Thin, if set, reports whether older, the previous state of the
+	// object at key, differs from newer only in what a Delta can record,
+	// and returns that Delta. The window then keeps the Delta instead of
+	// older (see thin.go). The Delta must hold older's own values of every
+	// field Thin lets differ, changed or not: a chain of such versions is
+	// rebuilt from its newest member alone. It is called under the cache's write lock, so
+	// it must be quick; both objects are published, only to be read.
+	Thin func(key string, older, newer runtime.Object) (Delta, bool)
+	// Thicken rebuilds the state Thin took d from: a new object equal to
+	// newer with d's fields set back and resourceVersion rev. newer is
+	// published, only to be read. It must be set with Thin.
+	Thicken func(key string, newer runtime.Object, d Delta, rev int64) runtime.Object
 	// Window is the number of recent events kept (DefaultWindow if 0).
 	Window int
 	// BookmarkInterval is how often watchers that asked get a BOOKMARK
@@ -118,6 +130,9 @@ type entry struct {
 	// modRev is the object's storage ModRevision, kept so a re-list can tell
 	// changed objects from unchanged ones without parsing resourceVersion.
 	modRev int64
+	// last is one more than the sequence number of the key's newest event
+	// (0: none), which thinLocked may thin when the next one comes.
+	last uint64
 }
 
 func entryLess(a, b *entry) bool { return a.key < b.key }
@@ -139,6 +154,8 @@ type Cache struct {
 	// without visiting them.
 	counts prefixCounts
 	events *ring
+	// thinEvents counts the window's thin events (thin.go).
+	thinEvents int
 	// loaded is set by the first list.
 	loaded bool
 	// rev is the newest revision applied (a list's revision or an event's).

@@ -24,6 +24,11 @@ type event struct {
 	prevRev  int64
 	prevSame bool
 	rev      int64
+	// thin says obj was dropped for delta, to be rebuilt from the object
+	// of the event with sequence number base (see thin.go).
+	thin  bool
+	base  uint64
+	delta Delta
 }
 
 // ring is the bounded window of recent events. Every event gets a sequence

@@ -209,7 +209,12 @@ func (w *Watcher) run(ctx context.Context) {
 		}
 		end := min(c.events.next, w.cursor+readBatch)
 		for seq := w.cursor; seq < end; seq++ {
-			batch = append(batch, *c.events.at(seq))
+			ev := c.events.at(seq)
+			batch = append(batch, *ev)
+			if ev.thin {
+				// Rebuilt by convert, once the lock is released.
+				batch[len(batch)-1].obj = c.events.baseOf(ev)
+			}
 		}
 		w.cursor = end
 		caughtUp := end == c.events.next
@@ -282,6 +287,9 @@ func (w *Watcher) send(ctx context.Context, ev Event) bool {
 func (w *Watcher) convert(e *event) (Event, bool) {
 	if !strings.HasPrefix(e.key, w.opts.Prefix) {
 		return Event{}, false
+	}
+	if e.thin {
+		e.obj, e.thin = w.c.opts.Thicken(e.key, e.obj, e.delta, e.rev), false
 	}
 	ev := Event{Type: e.typ, Key: e.key, Object: e.obj, Rev: e.rev}
 	pred := w.opts.Predicate

@@ -1,6 +1,8 @@
 package lease
 
 import (
+	"time"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -48,4 +50,27 @@ func microEqual(a, b *metav1.MicroTime) bool {
 		return a == b
 	}
 	return a.Truncate(1000).Equal(b.Truncate(1000))
+}
+
+// renewedOnly is the lease's registry.Renewal.Only: newer's spec equals
+// older's but for renewTime, set in both. It returns older's renewTime.
+func renewedOnly(older, newer runtime.Object) (time.Time, bool) {
+	o, n := &older.(*coordinationv1.Lease).Spec, &newer.(*coordinationv1.Lease).Spec
+	if o.RenewTime == nil || n.RenewTime == nil {
+		return time.Time{}, false
+	}
+	same := equalPtr(o.HolderIdentity, n.HolderIdentity) && equalPtr(o.LeaseDurationSeconds, n.LeaseDurationSeconds) &&
+		equalPtr(o.LeaseTransitions, n.LeaseTransitions) && equalPtr(o.Strategy, n.Strategy) &&
+		equalPtr(o.PreferredHolder, n.PreferredHolder) &&
+		(o.AcquireTime == nil) == (n.AcquireTime == nil) && (o.AcquireTime == nil || o.AcquireTime.Time == n.AcquireTime.Time)
+	return o.RenewTime.Time, same
+}
+
+// setRenewTime is the lease's registry.Renewal.Set.
+func setRenewTime(obj runtime.Object, t time.Time) {
+	obj.(*coordinationv1.Lease).Spec.RenewTime = &metav1.MicroTime{Time: t}
+}
+
+func equalPtr[T comparable](a, b *T) bool {
+	return a == b || (a != nil && b != nil && *a == *b)
 }

@@ -1,0 +1,82 @@
+package watchcache
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// Thin events.
+//
+// Why: the window keeps Options.Window events, and each holds its object.
+// For most keys the newest event's object is also the current entry's, so
+// it costs nothing extra; every older version of a key, though, is kept by
+// the window alone. A node lease renewed every 10 s has five such versions
+// in a window of 100,000 events at 20,000 nodes: they were a third of the
+// server's live heap, every one a tree of pointers the collector marks on
+// each cycle, though a renewal changes nothing in them but a few
+// timestamps and nobody reads them unless a watcher lags by a whole
+// renewal period.
+//
+// So when a key's next version arrives and Options.Thin finds the
+// previous one differs from it only in what a Delta records, the previous
+// event drops its object and keeps the Delta (pointer-free, inside the
+// window's own array) and the sequence number of its successor. A watcher
+// reading a thin event follows the successors, under the read lock, to
+// the first that still holds its object, and after releasing the lock
+// rebuilds the old object from it with Options.Thicken (a DeepCopy and
+// the Delta's fields set back). Every link of that chain was a change
+// Thin accepted, each Delta holds its version's own values of every field
+// Thin lets differ, so the object the chain ends at differs from the thin
+// event's only in fields its Delta restores. Successors are newer, so the
+// window evicts them after the thin event, never before.
+//
+// Thicken is given the event's revision, so the rebuilt object's
+// resourceVersion is the event's. A watcher that keeps up never meets a
+// thin event: it read each event while it was the newest of its key.
+
+// Delta records, without pointers, how an object differed from its next
+// version. Its meaning belongs to Options.Thin and Options.Thicken.
+type Delta [3]int64
+
+// thinLocked turns the key's previous event into a thin one if Thin finds
+// obj (the version about to be pushed) differs from it only in a Delta.
+// e is the key's entry before the put; the caller holds c.mu.
+func (c *Cache) thinLocked(e *entry, obj runtime.Object) {
+	if c.opts.Thin == nil || e.last == 0 {
+		return
+	}
+	seq := e.last - 1
+	if seq < c.events.oldestSeq() {
+		return
+	}
+	prev := c.events.at(seq)
+	// The event must still be the key's current version: a delete ends an
+	// entry, and a re-listed key's entry may hold no event of its own.
+	if prev.thin || prev.obj == nil || prev.key != e.key || prev.rev != e.modRev || prev.typ == watch.Deleted {
+		return
+	}
+	d, ok := c.opts.Thin(e.key, prev.obj, obj)
+	if !ok {
+		return
+	}
+	prev.obj, prev.thin, prev.delta, prev.base = nil, true, d, c.events.next
+	c.thinEvents++
+}
+
+// ThinEvents returns how many of the window's events are thin and how
+// many events it holds.
+func (c *Cache) ThinEvents() (thin, events int) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.thinEvents, c.events.len
+}
+
+// baseOf returns the object a thin event is rebuilt from: that of the
+// first of its successors that still holds one. The caller holds c.mu
+// (read or write).
+func (r *ring) baseOf(e *event) runtime.Object {
+	for e.thin {
+		e = r.at(e.base)
+	}
+	return e.obj
+}
