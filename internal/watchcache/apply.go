@@ -25,6 +25,9 @@ type decoded struct {
 	prevRev int64
 	// same: Options.SameSelection found obj alike to prev.
 	same bool
+	// thin: Options.Thin found prev differs from obj only in delta.
+	thin  bool
+	delta Delta
 }
 
 // decode decodes the values of a batch of storage events, each given the
@@ -59,6 +62,9 @@ func (c *Cache) decode(evs []storage.Event) []decoded {
 		}
 		out[i].obj = obj
 		out[i].same = prev != nil && c.opts.SameSelection != nil && c.opts.SameSelection(ev.Key, prev, obj)
+		if prev != nil && c.opts.Thin != nil {
+			out[i].delta, out[i].thin = c.opts.Thin(ev.Key, prev, obj)
+		}
 	}
 	return out
 }
@@ -138,7 +144,7 @@ func (c *Cache) putLocked(key string, obj runtime.Object, modRev, evRev int64, d
 		default:
 			ev.prev = c.currentLocked(e, d)
 		}
-		c.thinLocked(e, obj)
+		c.thinLocked(e, obj, d)
 		e.obj, e.cold, e.modRev, e.last = obj, nil, modRev, c.events.next+1
 		c.pushLocked(ev)
 		return

@@ -84,8 +84,9 @@ type Options struct {
 	// and returns that Delta. The window then keeps the Delta instead of
 	// older (see thin.go). The Delta must hold older's own values of every
 	// field Thin lets differ, changed or not: a chain of such versions is
-	// rebuilt from its newest member alone. It is called under the cache's write lock, so
-	// it must be quick; both objects are published, only to be read.
+	// rebuilt from its newest member alone. It is called from the cache's
+	// own goroutine, mostly outside its lock (under it when one batch
+	// changes a key twice); both objects are published, only to be read.
 	Thin func(key string, older, newer runtime.Object) (Delta, bool)
 	// Thicken rebuilds the state Thin took d from: a new object equal to
 	// newer with d's fields set back and resourceVersion rev. newer is

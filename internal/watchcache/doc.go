@@ -61,6 +61,11 @@
 //     bytes. The writer gave the object up when it handed it over, so the
 //     rule above (never mutated after publication) holds for it as for any
 //     other.
+//   - With Options.Thin set, an event whose key has a newer event that
+//     Thin found differs from it only in a Delta holds that Delta instead
+//     of its object (thin.go); a watcher reading it gets an object rebuilt
+//     by Options.Thicken, equal to the one the event was made with but its
+//     own, not shared. The newest event of every key holds its object.
 //   - The store's watch delivers batches (a group commit, an etcd watch
 //     response); the cache applies each batch, merged with any others
 //     already waiting up to maxBatch events, under one lock acquisition

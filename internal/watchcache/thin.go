@@ -17,9 +17,10 @@ import (
 // timestamps and nobody reads them unless a watcher lags by a whole
 // renewal period.
 //
-// So when a key's next version arrives and Options.Thin finds the
-// previous one differs from it only in what a Delta records, the previous
-// event drops its object and keeps the Delta (pointer-free, inside the
+// So when a key's next version arrives and Options.Thin (called by the
+// decode step, outside the lock, unless the same batch changed the key
+// before) finds the previous one differs from it
+// only in what a Delta records, the previous event drops its object and keeps the Delta (pointer-free, inside the
 // window's own array) and the sequence number of its successor. A watcher
 // reading a thin event follows the successors, under the read lock, to
 // the first that still holds its object, and after releasing the lock
@@ -38,28 +39,32 @@ import (
 // version. Its meaning belongs to Options.Thin and Options.Thicken.
 type Delta [3]int64
 
-// thinLocked turns the key's previous event into a thin one if Thin finds
-// obj (the version about to be pushed) differs from it only in a Delta.
-// e is the key's entry before the put; the caller holds c.mu.
-func (c *Cache) thinLocked(e *entry, obj runtime.Object) {
-	if c.opts.Thin == nil || e.last == 0 {
+// thinLocked makes the key's newest event thin if Thin finds its object
+// differs from obj, the version about to be pushed, only in a Delta. e is
+// the key's entry and d the decode step's view of the key (nil for a
+// re-list): its verdict, reached outside the lock, serves if it judged
+// that very object; otherwise (the key changed earlier in the same batch)
+// Thin is asked here. The caller holds c.mu.
+func (c *Cache) thinLocked(e *entry, obj runtime.Object, d *decoded) {
+	if c.opts.Thin == nil || e.last == 0 || e.last-1 < c.events.oldestSeq() {
 		return
 	}
-	seq := e.last - 1
-	if seq < c.events.oldestSeq() {
+	ev := c.events.at(e.last - 1)
+	// The event must be the one that made the key's current version.
+	if ev.thin || ev.obj == nil || ev.key != e.key || ev.rev != e.modRev || ev.typ == watch.Deleted {
 		return
 	}
-	prev := c.events.at(seq)
-	// The event must still be the key's current version: a delete ends an
-	// entry, and a re-listed key's entry may hold no event of its own.
-	if prev.thin || prev.obj == nil || prev.key != e.key || prev.rev != e.modRev || prev.typ == watch.Deleted {
-		return
+	var delta Delta
+	var ok bool
+	if d != nil && d.prevRev == e.modRev && d.prev == ev.obj {
+		delta, ok = d.delta, d.thin
+	} else {
+		delta, ok = c.opts.Thin(e.key, ev.obj, obj)
 	}
-	d, ok := c.opts.Thin(e.key, prev.obj, obj)
 	if !ok {
 		return
 	}
-	prev.obj, prev.thin, prev.delta, prev.base = nil, true, d, c.events.next
+	ev.obj, ev.thin, ev.delta, ev.base = nil, true, delta, c.events.next
 	c.thinEvents++
 }
 
