@@ -3,7 +3,6 @@ package apiserver_test
 import (
 	"context"
 	"encoding/json"
-	"strconv"
 	"testing"
 	"time"
 
@@ -42,13 +41,7 @@ func TestHandedOffLeaseEncodesAsTheStoredOne(t *testing.T) {
 	// cached waits until the cache holds the write that answered answer.
 	cached := func(answer *coordinationv1.Lease) {
 		t.Helper()
-		rev, err := strconv.ParseInt(answer.ResourceVersion, 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := h.cache.WaitForRevision(ctx, rev); err != nil {
-			t.Fatal(err)
-		}
+		h.waitCached(t, answer.ResourceVersion)
 	}
 	check := func(what string, answer *coordinationv1.Lease, decodesBefore int64) {
 		t.Helper()

@@ -223,6 +223,14 @@ func createNamespace(tb testing.TB, api http.Handler, ns string) {
 // then stops it there: from then on it lags every later write.
 func (h *directHandler) lagFrom(tb testing.TB, rv string) {
 	tb.Helper()
+	h.waitCached(tb, rv)
+	h.stopCache()
+}
+
+// waitCached waits until the watch cache holds resourceVersion rv and
+// returns it as a number.
+func (h *directHandler) waitCached(tb testing.TB, rv string) int64 {
+	tb.Helper()
 	n, err := strconv.ParseInt(rv, 10, 64)
 	if err != nil {
 		tb.Fatal(err)
@@ -232,7 +240,7 @@ func (h *directHandler) lagFrom(tb testing.TB, rv string) {
 	if err := h.cache.WaitForRevision(ctx, n); err != nil {
 		tb.Fatal(err)
 	}
-	h.stopCache()
+	return n
 }
 
 func do(api http.Handler, method, path, contentType string, body []byte) (int, []byte) {

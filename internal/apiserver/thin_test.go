@@ -3,7 +3,6 @@ package apiserver_test
 import (
 	"context"
 	"encoding/json"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -62,10 +61,7 @@ func TestThinLeaseVersionsWatchAsAnswered(t *testing.T) {
 		answers = append(answers, l)
 	}
 	write("POST", path, func(*coordinationv1.Lease) {})
-	first, err := strconv.ParseInt(l.ResourceVersion, 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := h.waitCached(t, l.ResourceVersion)
 	renewal := func(l *coordinationv1.Lease) {
 		renew = renew.Add(10 * time.Second)
 		l.Spec.RenewTime = ptr.To(metav1.NewMicroTime(renew))
@@ -82,15 +78,9 @@ func TestThinLeaseVersionsWatchAsAnswered(t *testing.T) {
 	write("PUT", path+"/n1", renewal)
 	write("PUT", path+"/n1", renewal)
 
-	last, err := strconv.ParseInt(l.ResourceVersion, 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h.waitCached(t, l.ResourceVersion)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := h.cache.WaitForRevision(ctx, last); err != nil {
-		t.Fatal(err)
-	}
 	// Every version but the newest and the two its successor changed more
 	// than the renewal times of (the last before the holder and label
 	// changes) is thin.

@@ -118,24 +118,8 @@ func TestThinKeepsOnlyRenewals(t *testing.T) {
 			}
 		}
 	}
-	for _, f := range reflect.VisibleFields(reflect.TypeFor[metav1.ObjectMeta]()) {
-		change, ok := meta[f.Name]
-		if !ok {
-			t.Errorf("ObjectMeta.%s has no case: decide whether a thin version may differ in it", f.Name)
-			continue
-		}
-		newer := thinLease()
-		check("metadata."+f.Name, newer, change(&newer.ObjectMeta))
-	}
-	for _, f := range reflect.VisibleFields(reflect.TypeFor[coordinationv1.LeaseSpec]()) {
-		change, ok := spec[f.Name]
-		if !ok {
-			t.Errorf("LeaseSpec.%s has no case: decide whether a thin version may differ in it", f.Name)
-			continue
-		}
-		newer := thinLease()
-		check("spec."+f.Name, newer, change(&newer.Spec))
-	}
+	eachFieldCase(t, "metadata", meta, func(l *coordinationv1.Lease) *metav1.ObjectMeta { return &l.ObjectMeta }, check)
+	eachFieldCase(t, "spec", spec, func(l *coordinationv1.Lease) *coordinationv1.LeaseSpec { return &l.Spec }, check)
 
 	// A renewal moving everything a renewal moves is thin; a second
 	// managedFields entry, a time that would not come back exactly, or a
@@ -163,5 +147,21 @@ func TestThinKeepsOnlyRenewals(t *testing.T) {
 	}
 	if _, thin := o.Thin("/registry/configmaps/ns/c", thinLease(), thinLease()); thin {
 		t.Error("a resource without a renewal is thin")
+	}
+}
+
+// eachFieldCase runs check on a lease changed by the case of every field of
+// T (the part of the lease part returns), failing for a field with no case.
+func eachFieldCase[T any](t *testing.T, what string, cases map[string]func(*T) bool,
+	part func(*coordinationv1.Lease) *T, check func(field string, newer *coordinationv1.Lease, wantThin bool)) {
+	t.Helper()
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[T]()) {
+		change, ok := cases[f.Name]
+		if !ok {
+			t.Errorf("%s.%s has no case: decide whether a thin version may differ in it", what, f.Name)
+			continue
+		}
+		newer := thinLease()
+		check(what+"."+f.Name, newer, change(part(newer)))
 	}
 }
