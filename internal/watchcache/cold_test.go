@@ -327,3 +327,91 @@ func TestWriteToColdEntryDecodesOnlyTheNewValue(t *testing.T) {
 		t.Fatalf("%d decodes after a watcher judged the change, want 2", got)
 	}
 }
+
+// fleetNode is the stored form (JSON) of the i-th node of a fleet: all
+// alike but for their names and addresses.
+func fleetNode(t *testing.T, i int) []byte {
+	t.Helper()
+	name := fmt.Sprintf("node-%06d", i)
+	b, err := json.Marshal(map[string]any{
+		"apiVersion": "v1", "kind": "Node",
+		"metadata": map[string]any{"name": name, "uid": fmt.Sprintf("6f0c%028d", i), "labels": map[string]string{
+			"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+			"node.kubernetes.io/instance-type": "m5.large", "topology.kubernetes.io/zone": "zone-a"}},
+		"status": map[string]any{
+			"addresses": []map[string]string{{"type": "InternalIP", "address": fmt.Sprintf("10.0.%d.%d", i/250, i%250)}, {"type": "Hostname", "address": name}},
+			"conditions": []map[string]string{
+				{"type": "MemoryPressure", "status": "False", "reason": "KubeletHasSufficientMemory", "message": "kubelet has sufficient memory available"},
+				{"type": "DiskPressure", "status": "False", "reason": "KubeletHasNoDiskPressure", "message": "kubelet has no disk pressure"},
+				{"type": "PIDPressure", "status": "False", "reason": "KubeletHasSufficientPID", "message": "kubelet has sufficient PID available"},
+				{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status"}},
+			"nodeInfo": map[string]string{"kubeletVersion": "v1.33.0", "containerRuntimeVersion": "containerd://2.0.0", "osImage": "Debian GNU/Linux 12"},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// averageCold freezes nodes from..to-1 and returns their average cold size.
+func averageCold(t *testing.T, s *coldStore, from, to int) int {
+	t.Helper()
+	var scratch []byte
+	total := 0
+	for i := from; i < to; i++ {
+		cold, err := s.freeze("/registry/minions/"+fmt.Sprint(i), fleetNode(t, i), &scratch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += len(cold)
+	}
+	return total / (to - from)
+}
+
+// TestColdClassReplacesAnUnfitDictionary: a class whose dictionary is a
+// bare Node (the first to go cold) gets a new dictionary once it has
+// compressed retrainAfter fleet Nodes poorly, and compresses the next ones
+// several times smaller; values of the first class still decode; a class
+// whose dictionary fits is kept.
+func TestColdClassReplacesAnUnfitDictionary(t *testing.T) {
+	unfit := newColdStore("/registry/")
+	var scratch []byte
+	bare := []byte(`{"apiVersion":"v1","kind":"Node","metadata":{"name":"by-hand"}}`)
+	first, err := unfit.freeze("/registry/minions/by-hand", bare, &scratch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := averageCold(t, unfit, 0, retrainAfter)
+	oldValue, err := unfit.freeze("/registry/minions/0", fleetNode(t, 0), &scratch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := averageCold(t, unfit, retrainAfter, retrainAfter+200)
+	if n := len(*unfit.classes.Load()); n != 2 {
+		t.Fatalf("%d classes, want the first and its replacement", n)
+	}
+	if after*3 > before {
+		t.Errorf("fleet nodes compress to %d B on average after retraining, %d before: want a third or less", after, before)
+	}
+	t.Logf("fleet nodes of %d B: %d B against a bare Node, %d B after retraining", len(fleetNode(t, 0)), before, after)
+	for _, v := range []struct {
+		cold []byte
+		want []byte
+	}{{first, bare}, {oldValue, fleetNode(t, 0)}} {
+		if _, err := unfit.thaw(v.cold, func(stored []byte) (runtime.Object, error) {
+			if string(stored) != string(v.want) {
+				t.Errorf("thawed %q, want %q", stored, v.want)
+			}
+			return nil, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	fit := newColdStore("/registry/")
+	averageCold(t, fit, 0, 2*retrainAfter)
+	if n := len(*fit.classes.Load()); n != 1 {
+		t.Errorf("a class whose dictionary fits was replaced: %d classes", n)
+	}
+}
