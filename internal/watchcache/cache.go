@@ -213,11 +213,17 @@ func New(store storage.Interface, opts Options) *Cache {
 	if log == nil {
 		log = slog.Default()
 	}
+	log = log.With("component", "watchcache", "prefix", opts.Prefix)
+	cold := newColdStore(opts.Prefix)
+	cold.replaced = func(name string, values, stored, compressed int64) {
+		log.Info("replaced an unfit cold dictionary", "resource", name,
+			"values", values, "storedBytes", stored, "compressedBytes", compressed)
+	}
 	return &Cache{
 		store:   store,
 		opts:    opts,
-		log:     log.With("component", "watchcache", "prefix", opts.Prefix),
-		cold:    newColdStore(opts.Prefix),
+		log:     log,
+		cold:    cold,
 		objects: make(map[string]*entry),
 		sorted:  btree.NewG(32, entryLess),
 		counts:  prefixCounts{},

@@ -77,6 +77,9 @@ type coldStore struct {
 	byName  map[string]int
 	classes atomic.Pointer[[]*coldClass]
 	bufs    sync.Pool // *[]byte scratch for decompression
+	// replaced, if set, is told of every class replaced for an unfit
+	// dictionary (the cache logs it).
+	replaced func(name string, values, stored, compressed int64)
 }
 
 func newColdStore(prefix string) *coldStore {
@@ -186,6 +189,9 @@ func (s *coldStore) judge(i int, stored []byte, frame int) {
 	}
 	next.retrained = true
 	s.addLocked(next)
+	if s.replaced != nil {
+		s.replaced(c.name, n, in, out)
+	}
 }
 
 var errTooManyClasses = errors.New("no room for another cold class")

@@ -376,6 +376,8 @@ func averageCold(t *testing.T, s *coldStore, from, to int) int {
 // whose dictionary fits is kept.
 func TestColdClassReplacesAnUnfitDictionary(t *testing.T) {
 	unfit := newColdStore("/registry/")
+	var told []string
+	unfit.replaced = func(name string, values, _, _ int64) { told = append(told, fmt.Sprint(name, values)) }
 	var scratch []byte
 	bare := []byte(`{"apiVersion":"v1","kind":"Node","metadata":{"name":"by-hand"}}`)
 	first, err := unfit.freeze("/registry/minions/by-hand", bare, &scratch)
@@ -390,6 +392,9 @@ func TestColdClassReplacesAnUnfitDictionary(t *testing.T) {
 	after := averageCold(t, unfit, retrainAfter, retrainAfter+200)
 	if n := len(*unfit.classes.Load()); n != 2 {
 		t.Fatalf("%d classes, want the first and its replacement", n)
+	}
+	if want := fmt.Sprint("/registry/minions/", retrainAfter); len(told) != 1 || told[0] != want {
+		t.Errorf("told of replacements %q, want [%s]", told, want)
 	}
 	if after*3 > before {
 		t.Errorf("fleet nodes compress to %d B on average after retraining, %d before: want a third or less", after, before)
