@@ -139,13 +139,7 @@ func TestStreamSendsKeyframeThenDeltas(t *testing.T) {
 	d := New(f, clk)
 	none := func() map[string]string { return nil }
 	d.Publish(none)
-	srv := httptest.NewServer(d.Handler())
-	defer srv.Close()
-	resp, err := http.Get(srv.URL + "/events")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	resp := openStream(t, d)
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(nil, 1<<20)
 	// next returns the data of the next heat or heatdelta event.
@@ -199,13 +193,7 @@ func TestPageOpenedWhileIdleGetsAFreshFrame(t *testing.T) {
 	d.Publish(none)
 	d.pub.stale()
 	f.SetLease(lease(NodeLeaseNamespace, "n2", "n2", t0, 40, 0))
-	srv := httptest.NewServer(d.Handler())
-	defer srv.Close()
-	resp, err := http.Get(srv.URL + "/events")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	resp := openStream(t, d)
 	select {
 	case <-d.opened:
 	case <-time.After(10 * time.Second):
@@ -223,4 +211,17 @@ func TestPageOpenedWhileIdleGetsAFreshFrame(t *testing.T) {
 		}
 	}
 	t.Fatalf("stream ended: %v", sc.Err())
+}
+
+// openStream opens the page's event stream of d, closed when the test ends.
+func openStream(t *testing.T, d *Dashboard) *http.Response {
+	t.Helper()
+	srv := httptest.NewServer(d.Handler())
+	t.Cleanup(srv.Close)
+	resp, err := http.Get(srv.URL + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = resp.Body.Close() })
+	return resp
 }

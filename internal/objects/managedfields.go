@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/leasehold/leasehold/internal/registry"
@@ -139,11 +140,7 @@ func sameUserMetadata(a, b *metav1.ObjectMeta) bool {
 
 func sameOwnerReference(x, y metav1.OwnerReference) bool {
 	return x.APIVersion == y.APIVersion && x.Kind == y.Kind && x.Name == y.Name && x.UID == y.UID &&
-		sameBoolPtr(x.Controller, y.Controller) && sameBoolPtr(x.BlockOwnerDeletion, y.BlockOwnerDeletion)
-}
-
-func sameBoolPtr(x, y *bool) bool {
-	return (x == nil && y == nil) || (x != nil && y != nil && *x == *y)
+		ptr.Equal(x.Controller, y.Controller) && ptr.Equal(x.BlockOwnerDeletion, y.BlockOwnerDeletion)
 }
 
 func sameManagedFields(a, b []metav1.ManagedFieldsEntry) bool {

@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 
 	"github.com/leasehold/leasehold/internal/watchcache"
 )
@@ -112,17 +113,13 @@ func sameMetadataButTimes(a, b *metav1.ObjectMeta) bool {
 	return a.Name == b.Name && a.Namespace == b.Namespace && a.UID == b.UID && sameSelfLink &&
 		a.Generation == b.Generation && a.CreationTimestamp.Time == b.CreationTimestamp.Time &&
 		sameTimePtr(a.DeletionTimestamp, b.DeletionTimestamp) &&
-		equalPtr(a.DeletionGracePeriodSeconds, b.DeletionGracePeriodSeconds) &&
+		ptr.Equal(a.DeletionGracePeriodSeconds, b.DeletionGracePeriodSeconds) &&
 		sameUserMetadata(a, b) &&
 		slices.EqualFunc(a.ManagedFields, b.ManagedFields, sameManagedFieldsEntryButTime)
 }
 
 func sameTimePtr(a, b *metav1.Time) bool {
 	return a == b || (a != nil && b != nil && a.Time == b.Time)
-}
-
-func equalPtr[T comparable](a, b *T) bool {
-	return a == b || (a != nil && b != nil && *a == *b)
 }
 
 // packTime returns t in Unix nanoseconds and whether it is in Local

@@ -182,15 +182,8 @@ func (c *Cache) deleteLocked(key string, rev int64, d *decoded) {
 
 // pushLocked appends to the window; an evicted event moves the horizon.
 func (c *Cache) pushLocked(ev event) {
-	old, ok := c.events.push(ev)
-	if !ok {
-		return
-	}
-	if old.rev > c.horizon {
+	if old, ok := c.events.push(ev); ok && old.rev > c.horizon {
 		c.horizon = old.rev
-	}
-	if old.thin {
-		c.thinEvents--
 	}
 }
 

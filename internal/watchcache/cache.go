@@ -155,8 +155,6 @@ type Cache struct {
 	// without visiting them.
 	counts prefixCounts
 	events *ring
-	// thinEvents counts the window's thin events (thin.go).
-	thinEvents int
 	// loaded is set by the first list.
 	loaded bool
 	// rev is the newest revision applied (a list's revision or an event's).

@@ -15,20 +15,25 @@ import (
 // server's live heap, every one a tree of pointers the collector marks on
 // each cycle, though a renewal changes nothing in them but a few
 // timestamps and nobody reads them unless a watcher lags by a whole
-// renewal period.
+// renewal period. Measured (scripts/heap-per-node.sh, 20,000 nodes, 60 s,
+// 2026-11-28): 4,666 B of live heap per node before, 2,901 after. At
+// 100,000 nodes on one core the server's CPU per renewal fell from 94.4 µs
+// (e7abab9) to 87.3 (less marking), and a typed-client renewal's from
+// 60.5-60.7 to 57.3-60.0 µs (scripts/renewal-ratio.sh, PIN=1).
 //
 // So when a key's next version arrives and Options.Thin (called by the
 // decode step, outside the lock, unless the same batch changed the key
-// before) finds the previous one differs from it
-// only in what a Delta records, the previous event drops its object and keeps the Delta (pointer-free, inside the
-// window's own array) and the sequence number of its successor. A watcher
-// reading a thin event follows the successors, under the read lock, to
-// the first that still holds its object, and after releasing the lock
-// rebuilds the old object from it with Options.Thicken (a DeepCopy and
-// the Delta's fields set back). Every link of that chain was a change
-// Thin accepted, each Delta holds its version's own values of every field
-// Thin lets differ, so the object the chain ends at differs from the thin
-// event's only in fields its Delta restores. Successors are newer, so the
+// before) finds the previous one differs from it only in what a Delta
+// records, the previous event drops its object and keeps the Delta
+// (pointer-free, inside the window's own array) and the sequence number
+// of its successor. A watcher reading a thin event follows the
+// successors, under the read lock, to the first that still holds its
+// object, and after releasing the lock rebuilds the old object from it
+// with Options.Thicken (a DeepCopy and the Delta's fields set back).
+// Every link of that chain was a change Thin accepted, and each Delta
+// holds its version's own values of every field Thin lets differ, so the
+// object the chain ends at differs from the thin event's only in fields
+// its Delta restores. Successors are newer, so the
 // window evicts them after the thin event, never before.
 //
 // Thicken is given the event's revision, so the rebuilt object's
@@ -65,15 +70,20 @@ func (c *Cache) thinLocked(e *entry, obj runtime.Object, d *decoded) {
 		return
 	}
 	ev.obj, ev.thin, ev.delta, ev.base = nil, true, delta, c.events.next
-	c.thinEvents++
 }
 
 // ThinEvents returns how many of the window's events are thin and how
-// many events it holds.
+// many events it holds. It reads the whole window: for tests and
+// diagnostics, not for a request's path.
 func (c *Cache) ThinEvents() (thin, events int) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.thinEvents, c.events.len
+	for seq := c.events.oldestSeq(); seq < c.events.next; seq++ {
+		if c.events.at(seq).thin {
+			thin++
+		}
+	}
+	return thin, c.events.len
 }
 
 // baseOf returns the object a thin event is rebuilt from: that of the

@@ -6,6 +6,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
@@ -59,9 +60,9 @@ func renewedOnly(older, newer runtime.Object) (time.Time, bool) {
 	if o.RenewTime == nil || n.RenewTime == nil {
 		return time.Time{}, false
 	}
-	same := equalPtr(o.HolderIdentity, n.HolderIdentity) && equalPtr(o.LeaseDurationSeconds, n.LeaseDurationSeconds) &&
-		equalPtr(o.LeaseTransitions, n.LeaseTransitions) && equalPtr(o.Strategy, n.Strategy) &&
-		equalPtr(o.PreferredHolder, n.PreferredHolder) &&
+	same := ptr.Equal(o.HolderIdentity, n.HolderIdentity) && ptr.Equal(o.LeaseDurationSeconds, n.LeaseDurationSeconds) &&
+		ptr.Equal(o.LeaseTransitions, n.LeaseTransitions) && ptr.Equal(o.Strategy, n.Strategy) &&
+		ptr.Equal(o.PreferredHolder, n.PreferredHolder) &&
 		(o.AcquireTime == nil) == (n.AcquireTime == nil) && (o.AcquireTime == nil || o.AcquireTime.Time == n.AcquireTime.Time)
 	return o.RenewTime.Time, same
 }
@@ -69,8 +70,4 @@ func renewedOnly(older, newer runtime.Object) (time.Time, bool) {
 // setRenewTime is the lease's registry.Renewal.Set.
 func setRenewTime(obj runtime.Object, t time.Time) {
 	obj.(*coordinationv1.Lease).Spec.RenewTime = &metav1.MicroTime{Time: t}
-}
-
-func equalPtr[T comparable](a, b *T) bool {
-	return a == b || (a != nil && b != nil && *a == *b)
 }
