@@ -23,10 +23,10 @@
 // elements are interned (a lease's holder, duration and owner references
 // are otherwise heap objects of their own in every version cached).
 //
-// Two exceptions: uids (types.UID) are only ever taken from a previous
-// version, never from the table, since each names one object and the table
-// would hold an entry (and a weak pointer) for every object while sharing
-// almost none; and every *bool is pointed at the table's own true or false,
+// Two exceptions: uids (types.UID), and managedFields sets that key an
+// item by uid, are only ever taken from a previous version, never from the
+// table, since each names one object and the table would hold an entry (and
+// a weak pointer) for every object while sharing almost none; and every *bool is pointed at the table's own true or false,
 // one heap object fewer per optional bool.
 //
 // Invariants: interning never changes an object's value (it stays

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -123,6 +124,63 @@ func TestObjectSharesAcrossVersionsOfOneObject(t *testing.T) {
 	}
 	if !sameData(v1.Name, *v2.Spec.HolderIdentity) {
 		t.Error("equal strings in different fields are not shared")
+	}
+}
+
+// TestUIDKeyedFieldSetsStayOutOfTheTable checks the managedFields exception:
+// a node lease's set keys its owner reference by the Node's uid, so no other
+// object has it. It must not take a table entry, must still be taken from a
+// previous version, and a set naming no uid is still shared through the
+// table.
+func TestUIDKeyedFieldSetsStayOutOfTheTable(t *testing.T) {
+	tab := New()
+	const owned = `{"f:metadata":{"f:ownerReferences":{".":{},"k:{\"uid\":\"0b8d3c52-5f43-4b8f-9a7e-1c2d3e4f5a6b\"}":{}}},"f:spec":{"f:renewTime":{}}}`
+	const plain = `{"f:spec":{"f:holderIdentity":{},"f:renewTime":{}}}`
+	lease := func(rv, set string) *coordinationv1.Lease {
+		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
+			Name: "node-a", Namespace: "kube-node-lease", ResourceVersion: rv,
+			ManagedFields: []metav1.ManagedFieldsEntry{{
+				Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "coordination.k8s.io/v1",
+				FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(set),
+			}},
+		}}
+		out := &coordinationv1.Lease{}
+		viaProtobuf(t, l, out)
+		return out
+	}
+	raw := func(l *coordinationv1.Lease) []byte { return l.ManagedFields[0].FieldsV1.GetRawBytes() }
+
+	v1 := lease("1", owned)
+	tab.Object(v1)
+	if string(raw(v1)) != owned {
+		t.Fatalf("interning changed the set: %s", raw(v1))
+	}
+	entries := tab.Len()
+	// Another lease whose strings are all v1's but for its set: a set
+	// naming another uid takes no entry, one naming none takes one.
+	tab.Object(lease("1", strings.Replace(owned, "0b8d3c52", "77777777", 1)))
+	if got := tab.Len(); got != entries {
+		t.Errorf("a set naming a uid took a table entry: %d entries, want %d", got, entries)
+	}
+	tab.Object(lease("1", plain+" "))
+	if got := tab.Len(); got != entries+1 {
+		t.Errorf("a set naming no uid: %d entries, want %d", got, entries+1)
+	}
+	other := lease("1", owned)
+	tab.Object(other)
+	if unsafe.SliceData(raw(other)) == unsafe.SliceData(raw(v1)) {
+		t.Error("a set naming a uid was shared through the table")
+	}
+	v2 := lease("2", owned)
+	tab.ObjectLike(v2, v1)
+	if unsafe.SliceData(raw(v2)) != unsafe.SliceData(raw(v1)) {
+		t.Error("a set naming a uid was not taken from the previous version")
+	}
+	a, b := lease("1", plain), lease("1", plain)
+	tab.Object(a)
+	tab.Object(b)
+	if unsafe.SliceData(raw(a)) != unsafe.SliceData(raw(b)) {
+		t.Error("a set naming no uid was not shared through the table")
 	}
 }
 
