@@ -139,13 +139,13 @@ func (c *Cache) putLocked(key string, obj runtime.Object, modRev, evRev int64, d
 		switch {
 		case d != nil && d.same && d.prevRev == e.modRev:
 			ev.prevSame = true
-		case e.obj == nil && e.cold != nil:
+		case e.obj == nil && e.cold != "":
 			ev.prevCold, ev.prevRev = e.cold, e.modRev
 		default:
 			ev.prev = c.currentLocked(e, d)
 		}
 		c.thinLocked(e, obj, d)
-		e.obj, e.cold, e.modRev, e.last = obj, nil, modRev, c.events.next+1
+		e.obj, e.cold, e.modRev, e.last = obj, "", modRev, c.events.next+1
 		c.pushLocked(ev)
 		return
 	}

@@ -125,9 +125,11 @@ type Options struct {
 type entry struct {
 	key string
 	// obj is the object, or nil while the entry is cold: cold then holds
-	// its compressed stored form (see cold.go).
+	// its compressed stored form (see cold.go). A string, not a []byte: an
+	// entry of 64 bytes instead of 72 fits a size class 16 bytes smaller,
+	// 32 B per fleet node (its Node and its lease).
 	obj  runtime.Object
-	cold []byte
+	cold string
 	// modRev is the object's storage ModRevision, kept so a re-list can tell
 	// changed objects from unchanged ones without parsing resourceVersion.
 	modRev int64

@@ -76,7 +76,7 @@ type coldStore struct {
 	mu      sync.Mutex // serializes class creation
 	byName  map[string]int
 	classes atomic.Pointer[[]*coldClass]
-	bufs    sync.Pool // *[]byte scratch for decompression
+	bufs    sync.Pool // *thawBuffers
 	// replaced, if set, is told of every class replaced for an unfit
 	// dictionary (the cache logs it).
 	replaced func(name string, values, stored, compressed int64)
@@ -197,40 +197,50 @@ func (s *coldStore) judge(i int, stored []byte, frame int) {
 var errTooManyClasses = errors.New("no room for another cold class")
 
 // freeze returns the cold value of stored, the stored form of the object at
-// key. scratch is reused for the compressed frame; the result is a fresh
-// slice of exactly its length.
-func (s *coldStore) freeze(key string, stored []byte, scratch *[]byte) ([]byte, error) {
+// key: its class's number, then the compressed frame. scratch is reused for
+// the frame; the result is a string of exactly its length.
+func (s *coldStore) freeze(key string, stored []byte, scratch *[]byte) (string, error) {
 	i, err := s.classFor(key, stored)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	c := (*s.classes.Load())[i]
 	frame := c.enc.EncodeAll(stored, (*scratch)[:0])
 	*scratch = frame
 	s.judge(i, stored, len(frame))
-	out := make([]byte, 1+len(frame))
-	out[0] = byte(i)
-	copy(out[1:], frame)
-	return out, nil
+	var out strings.Builder
+	out.Grow(1 + len(frame))
+	out.WriteByte(byte(i))
+	out.Write(frame)
+	return out.String(), nil
 }
 
 // thaw decompresses a cold value and hands the stored form to use, which
 // must not keep it (the buffer is reused).
-func (s *coldStore) thaw(cold []byte, use func(stored []byte) (runtime.Object, error)) (runtime.Object, error) {
+func (s *coldStore) thaw(cold string, use func(stored []byte) (runtime.Object, error)) (runtime.Object, error) {
 	classes := *s.classes.Load()
 	if len(cold) == 0 || int(cold[0]) >= len(classes) {
 		return nil, errors.New("cold value names no class")
 	}
 	c := classes[cold[0]]
-	bp, _ := s.bufs.Get().(*[]byte)
-	if bp == nil {
-		bp = new([]byte)
+	b, _ := s.bufs.Get().(*thawBuffers)
+	if b == nil {
+		b = new(thawBuffers)
 	}
-	defer s.bufs.Put(bp)
-	stored, err := c.dec.DecodeAll(cold[1:], (*bp)[:0])
+	defer s.bufs.Put(b)
+	// The decoder reads a []byte: the frame is copied into a reused buffer
+	// rather than aliased, so that nothing can write into a cold value.
+	b.frame = append(b.frame[:0], cold[1:]...)
+	stored, err := c.dec.DecodeAll(b.frame, b.stored[:0])
 	if err != nil {
 		return nil, fmt.Errorf("decompressing cold %s value: %w", c.name, err)
 	}
-	*bp = stored
+	b.stored = stored
 	return use(stored)
+}
+
+// thawBuffers are a thaw's reused buffers: the compressed frame it reads
+// and the stored form it writes.
+type thawBuffers struct {
+	frame, stored []byte
 }

@@ -401,7 +401,7 @@ func TestColdClassReplacesAnUnfitDictionary(t *testing.T) {
 	}
 	t.Logf("fleet nodes of %d B: %d B against a bare Node, %d B after retraining", len(fleetNode(t, 0)), before, after)
 	for _, v := range []struct {
-		cold []byte
+		cold string
 		want []byte
 	}{{first, bare}, {oldValue, fleetNode(t, 0)}} {
 		if _, err := unfit.thaw(v.cold, func(stored []byte) (runtime.Object, error) {

@@ -46,7 +46,7 @@ func (c *Cache) demote(ctx context.Context) {
 type frozen struct {
 	e    *entry
 	obj  runtime.Object
-	cold []byte
+	cold string
 }
 
 // freezeUpTo freezes the decoded entries whose revision is <= mark, a chunk
@@ -103,10 +103,10 @@ func (c *Cache) freezeUpTo(ctx context.Context, mark int64, scratch *[]byte) int
 }
 
 // freeze returns the cold value of obj, the object at key.
-func (c *Cache) freeze(key string, obj runtime.Object, scratch *[]byte) ([]byte, error) {
+func (c *Cache) freeze(key string, obj runtime.Object, scratch *[]byte) (string, error) {
 	stored, err := c.opts.Encode(obj)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	return c.cold.freeze(key, stored, scratch)
 }
@@ -119,7 +119,7 @@ func (c *Cache) resolve(st entry) (runtime.Object, bool) {
 	if st.obj != nil {
 		return st.obj, true
 	}
-	if st.cold == nil {
+	if st.cold == "" {
 		return nil, false
 	}
 	obj, err := c.cold.thaw(st.cold, func(stored []byte) (runtime.Object, error) {

@@ -20,7 +20,7 @@ type event struct {
 	key      string
 	obj      runtime.Object
 	prev     runtime.Object
-	prevCold []byte
+	prevCold string
 	prevRev  int64
 	prevSame bool
 	rev      int64

@@ -303,7 +303,7 @@ func (w *Watcher) convert(e *event) (Event, bool) {
 	before := now
 	if !e.prevSame {
 		prev := e.prev
-		if prev == nil && e.prevCold != nil {
+		if prev == nil && e.prevCold != "" {
 			// A cold previous state (see event) is decoded by the watchers
 			// that judge it, each for itself: there are few.
 			prev, _ = w.c.resolve(entry{key: e.key, cold: e.prevCold, modRev: e.prevRev})
