@@ -20,8 +20,8 @@ type Controller struct {
 	cluster cluster
 
 	// nodes holds, by name, the nodes seen in the last pass with their uid
-	// (a node deleted and registered again under its name is a new node)
-	// and the per-node bookkeeping of updateHealth.
+	// (a node deleted and registered again under its name is a new node),
+	// their views and the per-node bookkeeping of updateHealth.
 	nodes nodeTable
 	// slots are the table slots of the nodes of the current pass, in its
 	// order (classify sets them; a buffer kept from pass to pass).
@@ -153,7 +153,7 @@ func (c *Controller) actOnHealth(ctx context.Context, st *nodeState, u *healthUp
 		return
 	}
 	if !v.excluded {
-		zones.add(v.zone, current)
+		zones.add(v.zone(), current)
 	}
 	if current == nil {
 		return
@@ -205,7 +205,7 @@ func (c *Controller) classify() {
 		c.log.Info("observed a new node", "node", name)
 		c.cluster.event(c.nodes.ref(st), "RegisteredNode", "Node %s event: %s", name, fmt.Sprintf("Registered Node %s in Controller", name))
 		c.slots = append(c.slots, id)
-		c.queue(st.view.zone)
+		c.queue(st.view.zone())
 	}
 	var gone []string
 	c.nodes.all(func(st *nodeState) {

@@ -16,19 +16,21 @@ import (
 // classify), after which the pass reaches the state through its slot.
 //
 // The view is held here, inline, rather than as a heap object of its own
-// in a cache keyed by name on the cluster side: at 20,000 nodes that was a
-// 256-byte object per node, a second map (43 bytes per node) and a second
-// copy of each name and uid; this record, 208 bytes, replaced 134 bytes of
-// table and index, 239 of view and 43 of map (heap-per-node.sh profile).
+// in a cache keyed by name on the cluster side, and the record holds the
+// node's name once (the watch cache's key string) and a UUID uid as bytes.
+// In heap-per-node.sh's profile at 20,000 nodes the table (96-byte records
+// and the index) took 134 bytes per node, the view objects 239 and the
+// view cache's map 43, besides the name and uid strings they kept (72
+// bytes); the table of 160-byte records and its index takes 195.
 type nodeState struct {
 	// view is the node as the last pass listed it, valid when known;
 	// view.name is the table's key (set when the slot is made).
 	view nodeView
 	// uid is the node's uid unless oddUID (see nodeTable.setUID).
 	uid uuid
-	// seen: classify saw the node in pass seen (its low 32 bits: only
-	// compared with the current pass, which it would take a pass a second
-	// for 136 years to wrap).
+	// seen: classify saw the node in pass seen, its low 32 bits (compared
+	// only with the current pass, after classify marked every node listed
+	// and before it forgets the others, so wrapping around is harmless).
 	seen uint32
 	// known: classify has seen the node and set view and uid.
 	known bool

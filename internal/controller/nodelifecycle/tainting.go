@@ -51,7 +51,7 @@ func (c *Controller) swap(ctx context.Context, name string, add, remove corev1.T
 // queued afresh; if it has it, it stays processed and is not queued again;
 // if it is still waiting, it keeps its place.
 func (c *Controller) markForTainting(v *nodeView, t corev1.Taint) {
-	q := c.queue(v.zone)
+	q := c.queue(v.zone())
 	if !v.taints.has(t) && q.processed(v.name) {
 		q.forget(v.name)
 	}
@@ -63,7 +63,7 @@ func (c *Controller) markForTainting(v *nodeView, t corev1.Taint) {
 // markReachable removes both NoExecute taints from node v and takes it out
 // of its zone's queue.
 func (c *Controller) markReachable(ctx context.Context, v *nodeView) {
-	c.queue(v.zone).forget(v.name)
+	c.queue(v.zone()).forget(v.name)
 	if !v.taints.has(unreachableNoExecute) && !v.taints.has(notReadyNoExecute) {
 		return
 	}

@@ -52,9 +52,10 @@ func noScheduleCode(key string) uint8 {
 
 // keySeq is a sequence of distinct controller-owned NoSchedule taint keys,
 // by their codes, three bits each from the low end (a zero code ends it):
-// seven codes fit, all there are. A view holds two of them where it held a
-// []string and the node's []corev1.Taint, 48 bytes per node, and a third
-// heap object for each node with a pressure condition.
+// seven codes fit, all there are. A view holds two of them and the
+// NoExecute bits (12 bytes) where it held a []string and the node's
+// []corev1.Taint (48 bytes, the taints' backing array kept alive with
+// them, and one more heap object for each node with a pressure condition).
 type keySeq uint32
 
 // with returns s with code appended, unless code is 0 or in s already.

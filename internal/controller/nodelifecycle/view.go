@@ -3,6 +3,7 @@ package nodelifecycle
 import (
 	"strconv"
 	"time"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,11 +18,12 @@ import (
 //
 // The pass's views live in the node table's records (nodeState), rebuilt
 // in place (set) only when a node's revision changes; viewOf makes a
-// stand-alone one for a node read outside a pass. Nothing in a view points
-// into the node object but strings the watch cache interns (reason,
-// message, status: one copy shared by the fleet): the view's own fields
-// are kept in their smallest exact form, 136 bytes where the view object
-// with the node's taints, Ready condition and times was 250.
+// stand-alone one for a node read outside a pass. A record's view points
+// into no node object (its name is the watch cache's key, its other
+// strings copies shared through package unique), and it holds each field
+// in its smallest exact form: 88 bytes, where the view was a 256-byte heap
+// object per node holding the node's taint slice, its Ready condition and
+// creation time as metav1 values, and its name and uid strings.
 type nodeView struct {
 	// name is the node's name; in a table record, the table's key (the
 	// watch cache's own key string, not a copy from the decoded node).
@@ -30,8 +32,13 @@ type nodeView struct {
 	// one): what the next pass compares with the store's revision of the
 	// node, and what a status write is conditioned on.
 	revision int64
-	// zone is zoneKey of the node.
-	zone string
+	// zoneKey is zoneKey of the node (see zone), interned (package
+	// unique): zoneKey builds the key anew for every node, and a view that
+	// kept it kept a 32-byte object per node for a region and a zone of a
+	// dozen characters each, where the nodes of a zone now share one copy
+	// and the handle is half a string header. (The fleet of
+	// heap-per-node.sh has no zone labels: there the gain is the 8 bytes.)
+	zoneKey unique.Handle[string]
 	// ready is the node's Ready condition when hasReady says it has one.
 	// Without one, ready.heartbeat holds the node's creation time instead,
 	// the one time such a node is judged by (created): a field of its own
@@ -48,12 +55,22 @@ type nodeView struct {
 	excluded bool
 }
 
-// readyState is a node's Ready condition as a view holds it: the strings
-// as the node has them, the times as instants. Its type is NodeReady.
+// readyState is a node's Ready condition as a view holds it: its strings
+// interned together, its times as instants. Its type is NodeReady.
 type readyState struct {
-	status                corev1.ConditionStatus
-	reason, message       string
+	text                  unique.Handle[conditionText]
 	heartbeat, transition instant
+}
+
+// conditionText is a condition's status, reason and message. A fleet's
+// nodes mostly have the same ones (a kubelet posting Ready), so a view
+// holds them as a handle to one shared copy (package unique, which drops a
+// value no handle refers to): 8 bytes per node where three string headers
+// were 48, though the strings themselves were shared already (the watch
+// cache interns them).
+type conditionText struct {
+	status          corev1.ConditionStatus
+	reason, message string
 }
 
 // instant is a time as seconds and nanoseconds since the zero time: all of
@@ -98,7 +115,7 @@ func (v *nodeView) set(n *corev1.Node) {
 	*v = nodeView{
 		name:       v.name,
 		revision:   -1,
-		zone:       zoneKey(n),
+		zoneKey:    unique.Make(zoneKey(n)),
 		noSchedule: wantedNoSchedule(n),
 		taints:     taintSetOf(n.Spec.Taints),
 	}
@@ -108,7 +125,7 @@ func (v *nodeView) set(n *corev1.Node) {
 	_, v.excluded = n.Labels[labelExcludeDisruption]
 	if r := readyCondition(&n.Status); r != nil {
 		v.ready = readyState{
-			status: r.Status, reason: r.Reason, message: r.Message,
+			text:      unique.Make(conditionText{status: r.Status, reason: r.Reason, message: r.Message}),
 			heartbeat: instantOf(r.LastHeartbeatTime), transition: instantOf(r.LastTransitionTime),
 		}
 		v.hasReady = true
@@ -120,14 +137,23 @@ func (v *nodeView) set(n *corev1.Node) {
 // readyCondition returns the view's Ready condition, equal (semantically,
 // as the API compares times) to the node's. Only for a view that hasReady.
 func (v *nodeView) readyCondition() corev1.NodeCondition {
+	text := v.ready.text.Value()
 	return corev1.NodeCondition{
 		Type:               corev1.NodeReady,
-		Status:             v.ready.status,
+		Status:             text.status,
 		LastHeartbeatTime:  v.ready.heartbeat.time(),
 		LastTransitionTime: v.ready.transition.time(),
-		Reason:             v.ready.reason,
-		Message:            v.ready.message,
+		Reason:             text.reason,
+		Message:            text.message,
 	}
+}
+
+// zone is the node's zone key ("" for a view never set).
+func (v *nodeView) zone() string {
+	if v.zoneKey == (unique.Handle[string]{}) {
+		return ""
+	}
+	return v.zoneKey.Value()
 }
 
 // created returns the node's creation time. Only for a view without a

@@ -1,6 +1,7 @@
 package nodelifecycle
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -39,8 +40,8 @@ func TestInstantRoundTrip(t *testing.T) {
 }
 
 // A view answers every question a pass asks exactly as the node object
-// would: its Ready condition (or creation time), the controller-owned
-// taints it has, and the NoSchedule taints it should gain and lose, checked
+// would: its revision, zone and exclusion, its Ready condition (or
+// creation time), the controller-owned taints it has, and the NoSchedule taints it should gain and lose, checked
 // against the slice-based reading the view replaced, over random nodes.
 func TestViewAnswersAsTheNode(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -68,6 +69,14 @@ func TestViewAnswersAsTheNode(t *testing.T) {
 	for i := range 2000 {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", CreationTimestamp: someTime(), ResourceVersion: "42"}}
 		n.Spec.Unschedulable = rng.IntN(3) == 0
+		for _, l := range []string{corev1.LabelTopologyRegion, corev1.LabelTopologyZone, corev1.LabelFailureDomainBetaRegion, corev1.LabelFailureDomainBetaZone, labelExcludeDisruption} {
+			if rng.IntN(2) == 0 {
+				if n.Labels == nil {
+					n.Labels = map[string]string{}
+				}
+				n.Labels[l] = fmt.Sprint("v", rng.IntN(3))
+			}
+		}
 		for _, ti := range rng.Perm(len(condTypes))[:rng.IntN(len(condTypes)+1)] {
 			n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{
 				Type: condTypes[ti], Status: statuses[rng.IntN(len(statuses))],
@@ -80,7 +89,10 @@ func TestViewAnswersAsTheNode(t *testing.T) {
 			n.Spec.Taints = append(n.Spec.Taints, probes[pi])
 		}
 		v := viewOf(n)
-
+		_, excluded := n.Labels[labelExcludeDisruption]
+		if v.name != n.Name || v.revision != 42 || v.zone() != zoneKey(n) || v.excluded != excluded {
+			t.Fatalf("node %d: view %q at %d in zone %q, excluded %v", i, v.name, v.revision, v.zone(), v.excluded)
+		}
 		if r := readyCondition(&n.Status); (r != nil) != v.hasReady {
 			t.Fatalf("node %d: hasReady %v", i, v.hasReady)
 		} else if r != nil {
