@@ -118,9 +118,17 @@ func taintSetOf(taints []corev1.Taint) taintSet {
 // has reports whether the node has t (by key and effect), one of the
 // taints the controller owns: for any other it is false.
 func (s taintSet) has(t corev1.Taint) bool {
+	// A pass asks this of every node, which mostly has none of them: the
+	// empty checks come first.
 	if t.Effect == corev1.TaintEffectNoSchedule {
+		if s.noSchedule == 0 {
+			return false
+		}
 		code := noScheduleCode(t.Key)
 		return code != 0 && s.noSchedule.has(code)
+	}
+	if s.noExecute == 0 {
+		return false
 	}
 	bit := noExecuteBit(t)
 	return bit != 0 && s.noExecute&bit != 0
