@@ -2,6 +2,7 @@ package nodelifecycle
 
 import (
 	"context"
+	"iter"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,10 +13,14 @@ import (
 // loopback client; keeping it behind this seam lets the decision logic be
 // driven on a fake clock.
 type cluster interface {
-	// nodes lists the views of the current nodes. A view may be handed out
-	// again by a later call while its node is unchanged: never change one
-	// (the view cache alone writes its listed mark).
-	nodes() []*nodeView
+	// nodeRevisions lists the names of the current nodes with their store
+	// revisions, and says how many there are. It reads no node: a pass
+	// reads (node) only the nodes whose revision is not the one it judged
+	// last, since the store may keep unchanged nodes compactly and decoding
+	// every node on every pass is what the controller's views exist to
+	// avoid. The controller keeps the names it is given: they should be
+	// strings the store keeps anyway, not copies.
+	nodeRevisions() (names iter.Seq2[string, int64], count int)
 	// node returns one current node, shared, or false if there is none.
 	node(name string) (*corev1.Node, bool)
 	// nodeLease returns the Lease kube-node-lease/name, shared, and its

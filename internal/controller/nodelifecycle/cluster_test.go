@@ -3,6 +3,7 @@ package nodelifecycle
 import (
 	"context"
 	"fmt"
+	"iter"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -33,12 +34,17 @@ type memCluster struct {
 	leases map[string]*coordinationv1.Lease
 	events []recorded
 	writes int
-	views  viewCache
-	// leaseReads counts the leases nodeLease handed out.
-	leaseReads int
+	// leaseReads and nodeReads count the leases nodeLease and the nodes
+	// node handed out.
+	leaseReads, nodeReads int
 }
 
-type recorded struct{ node, reason, message string }
+type recorded struct {
+	node    string
+	uid     types.UID
+	reason  string
+	message string
+}
 
 var nodesGR = schema.GroupResource{Resource: "nodes"}
 
@@ -129,8 +135,8 @@ func (m *memCluster) get(name string) *corev1.Node {
 	return n
 }
 
-func (m *memCluster) nodes() []*nodeView {
-	return m.views.refresh(func(yield func(string, int64) bool) {
+func (m *memCluster) nodeRevisions() (iter.Seq2[string, int64], int) {
+	return func(yield func(string, int64) bool) {
 		for name, n := range m.objs {
 			rev, err := strconv.ParseInt(n.ResourceVersion, 10, 64)
 			if err != nil {
@@ -140,11 +146,14 @@ func (m *memCluster) nodes() []*nodeView {
 				return
 			}
 		}
-	}, m.node, len(m.objs))
+	}, len(m.objs)
 }
 
 func (m *memCluster) node(name string) (*corev1.Node, bool) {
 	n, ok := m.objs[name]
+	if ok {
+		m.nodeReads++
+	}
 	return n, ok
 }
 
@@ -212,7 +221,7 @@ func (m *memCluster) swapTaints(_ context.Context, name string, add, remove []co
 }
 
 func (m *memCluster) event(n *corev1.Node, reason, messageFmt string, args ...any) {
-	m.events = append(m.events, recorded{node: n.Name, reason: reason, message: fmt.Sprintf(messageFmt, args...)})
+	m.events = append(m.events, recorded{node: n.Name, uid: n.UID, reason: reason, message: fmt.Sprintf(messageFmt, args...)})
 }
 
 // eventsWith returns the events with reason recorded so far.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,8 +20,8 @@ type Controller struct {
 	cluster cluster
 
 	// nodes holds, by name, the nodes seen in the last pass with their uid
-	// (a node deleted and registered again under its name is a new node)
-	// and the per-node bookkeeping of updateHealth.
+	// (a node deleted and registered again under its name is a new node),
+	// their views and the per-node bookkeeping of updateHealth.
 	nodes nodeTable
 	// slots are the table slots of the nodes of the current pass, in its
 	// order (classify sets them; a buffer kept from pass to pass).
@@ -81,11 +82,11 @@ func (c *Controller) monitor(ctx context.Context) {
 		return
 	}
 	start := c.clock.Now()
-	nodes := c.cluster.nodes()
 	if c.cfg.OnMonitorPass != nil {
-		defer func() { c.cfg.OnMonitorPass(c.clock.Since(start), len(nodes)) }()
+		defer func() { c.cfg.OnMonitorPass(c.clock.Since(start), len(c.slots)) }()
 	}
-	c.classify(nodes)
+	c.classify()
+	nodes := c.slots
 
 	// Decide for a chunk of nodes on this goroutine, write its timed-out
 	// statuses in parallel, then act on the outcomes in node order. Chunks
@@ -97,8 +98,9 @@ func (c *Controller) monitor(ctx context.Context) {
 	for start := 0; start < len(nodes); start += monitorChunk {
 		chunk := nodes[start:min(start+monitorChunk, len(nodes))]
 		var writes []*healthUpdate
-		for i, n := range chunk {
-			c.assessHealthOf(n, c.nodes.at(c.slots[start+i]), nil, &updates[i])
+		for i, id := range chunk {
+			st := c.nodes.at(id)
+			c.assessHealthOf(&st.view, st, nil, &updates[i])
 			if updates[i].write != nil {
 				writes = append(writes, &updates[i])
 				written = append(written, start+i)
@@ -107,34 +109,41 @@ func (c *Controller) monitor(ctx context.Context) {
 		inParallel(len(writes), func(i int) {
 			writes[i].err = c.cluster.updateStatus(ctx, writes[i].write)
 		})
-		for i := range chunk {
-			c.actOnHealth(ctx, &updates[i], &zones)
+		for i, id := range chunk {
+			c.actOnHealth(ctx, c.nodes.at(id), &updates[i], &zones)
 		}
 	}
-	c.handleDisruption(ctx, zones.done(), nodes)
+	c.handleDisruption(ctx, zones.done())
 	// NoSchedule taints follow node changes as they are watched; going over
 	// every node here too retries any write that failed then. A node this
 	// pass wrote is read again (its conditions changed); the others are
 	// judged as listed, which saves a lookup per node.
-	for _, i := range written {
-		n, ok := c.cluster.node(nodes[i].name)
-		if !ok {
-			nodes[i] = nil // deleted since: nothing to taint
-			continue
+	c.noScheduleNodes(ctx, func(yield func(*nodeView) bool) {
+		for i, id := range nodes {
+			v := &c.nodes.at(id).view
+			if len(written) > 0 && written[0] == i {
+				written = written[1:]
+				n, ok := c.cluster.node(v.name)
+				if !ok {
+					continue // deleted since: nothing to taint
+				}
+				v = viewOf(n)
+			}
+			if !yield(v) {
+				return
+			}
 		}
-		nodes[i] = viewOf(n)
-	}
-	c.noScheduleNodes(ctx, nodes)
+	})
 }
 
 // monitorChunk is how many nodes a monitor pass assesses before writing
 // their statuses.
 const monitorChunk = 1024
 
-// actOnHealth finishes the health update u of one node (see finishHealth),
+// actOnHealth finishes the health update u of node st (see finishHealth),
 // counts the node in its zone, and acts on its readiness: taints, and the
 // NodeNotReady event when this look found it gone.
-func (c *Controller) actOnHealth(ctx context.Context, u *healthUpdate, zones *zoneTally) {
+func (c *Controller) actOnHealth(ctx context.Context, st *nodeState, u *healthUpdate, zones *zoneTally) {
 	v := u.node
 	observed, current, err := c.finishHealth(ctx, u)
 	if err != nil {
@@ -144,7 +153,7 @@ func (c *Controller) actOnHealth(ctx context.Context, u *healthUpdate, zones *zo
 		return
 	}
 	if !v.excluded {
-		zones.add(v.zone, current)
+		zones.add(v.zone(), current)
 	}
 	if current == nil {
 		return
@@ -152,39 +161,56 @@ func (c *Controller) actOnHealth(ctx context.Context, u *healthUpdate, zones *zo
 	c.taintForReadiness(ctx, v, observed.Status)
 	if current.Status != corev1.ConditionTrue && observed.Status == corev1.ConditionTrue {
 		c.log.Info("node is not ready", "node", v.name, "status", string(current.Status))
-		c.cluster.event(v.ref(), "NodeNotReady", "Node %s status is now: %s", v.name, "NodeNotReady")
+		c.cluster.event(c.nodes.ref(st), "NodeNotReady", "Node %s status is now: %s", v.name, "NodeNotReady")
 	}
 }
 
-// classify compares nodes with those known from the last pass: new ones get
-// RegisteredNode, gone ones RemovingNode.
-// It also sets c.slots to the nodes' table slots, for the rest of the pass.
-func (c *Controller) classify(nodes []*nodeView) {
+// classify lists the nodes and compares them with those known from the last
+// pass: new ones get RegisteredNode, gone ones RemovingNode. A node whose
+// store revision is the one its view was made at is not read; any other is,
+// and its view made again in place.
+// It sets c.slots to the table slots of the nodes listed, in their order,
+// for the rest of the pass. A node deleted between the listing and its read
+// is left out, as if it had not been listed.
+func (c *Controller) classify() {
 	c.pass++
-	c.slots = c.slots[:0]
-	for _, v := range nodes {
-		id := c.nodes.slot(v.name)
-		st := c.nodes.at(id)
-		if st.known && st.uid == v.uid {
-			st.seen = c.pass
+	pass := uint32(c.pass)
+	revs, count := c.cluster.nodeRevisions()
+	c.slots = slices.Grow(c.slots[:0], count)
+	for name, rev := range revs {
+		id, st := c.nodes.lookup(name)
+		if st != nil && st.known && st.view.revision == rev {
+			st.seen = pass
 			c.slots = append(c.slots, id)
 			continue
 		}
-		if st.known {
-			c.forgetNode(v.name)
-			id = c.nodes.slot(v.name)
-			st = c.nodes.at(id)
+		n, ok := c.cluster.node(name)
+		if !ok {
+			continue // deleted since it was listed
 		}
-		c.log.Info("observed a new node", "node", v.name)
-		c.cluster.event(v.ref(), "RegisteredNode", "Node %s event: %s", v.name, fmt.Sprintf("Registered Node %s in Controller", v.name))
-		st.known, st.uid, st.seen = true, v.uid, c.pass
+		if st != nil && st.known && c.nodes.hasUID(st, n.UID) {
+			st.view.set(n)
+			st.seen = pass
+			c.slots = append(c.slots, id)
+			continue
+		}
+		if st != nil && st.known {
+			c.forgetNode(name)
+		}
+		id = c.nodes.slot(name)
+		st = c.nodes.at(id)
+		st.view.set(n)
+		c.nodes.setUID(st, n.UID)
+		st.known, st.seen = true, pass
+		c.log.Info("observed a new node", "node", name)
+		c.cluster.event(c.nodes.ref(st), "RegisteredNode", "Node %s event: %s", name, fmt.Sprintf("Registered Node %s in Controller", name))
 		c.slots = append(c.slots, id)
-		c.queue(v.zone)
+		c.queue(st.view.zone())
 	}
 	var gone []string
 	c.nodes.all(func(st *nodeState) {
-		if st.known && st.seen != c.pass {
-			gone = append(gone, st.name)
+		if st.known && st.seen != pass {
+			gone = append(gone, st.view.name)
 		}
 	})
 	for _, name := range gone {
@@ -198,7 +224,7 @@ func (c *Controller) forgetNode(name string) {
 	c.log.Info("node removed", "node", name)
 	var uid types.UID
 	if st := c.nodes.get(name); st != nil {
-		uid = st.uid
+		uid = c.nodes.uidOf(st)
 	}
 	c.cluster.event(nodeRef(name, uid), "RemovingNode", "Node %s event: %s", name, fmt.Sprintf("Removing Node %s from Controller", name))
 	c.nodes.remove(name)

@@ -27,9 +27,11 @@
 //   - Objects read from the watch cache are shared: the controller copies a
 //     node before changing it and never changes a cached object.
 //   - A monitor pass reads each node through a view (view.go): the few
-//     fields it judges, copied out and rebuilt only when the node's
-//     resourceVersion changes. The controller keeps no node object between
-//     passes; a node it writes is read whole at that moment.
+//     fields it judges, copied out and rebuilt only when the node's store
+//     revision changes, held in the node's record in the controller's node
+//     table (nodetable.go). The controller keeps no node object between
+//     passes, nor anything pointing into one; a node it writes is read
+//     whole at that moment.
 //   - When every zone is in full disruption (no Ready node anywhere) the
 //     controller adds no NoExecute taint and removes the ones it added: the
 //     fault is most likely on the server side (a stalled lease watch, issue

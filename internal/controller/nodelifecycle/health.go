@@ -113,8 +113,8 @@ type healthUpdate struct {
 	node     *nodeView
 	observed corev1.NodeCondition
 	// current is the Ready condition after the look (nil if the node has
-	// none); when write is set it is write's, which holds until the write
-	// is known to have failed.
+	// none): observed, or when write is set write's, which holds until the
+	// write is known to have failed.
 	current *corev1.NodeCondition
 	// write is a copy of node with its timed-out conditions Unknown, to be
 	// written (nil if nothing changes); written is the health to remember
@@ -151,24 +151,27 @@ func (c *Controller) assessHealthOf(v *nodeView, st *nodeState, full *corev1.Nod
 
 	*u = healthUpdate{node: v}
 	grace := c.cfg.GracePeriod
-	u.current = v.readyCond()
-	if u.current == nil {
+	if v.hasReady {
+		// Until a write replaces it, the condition after the look is the
+		// one observed.
+		u.observed = v.readyCondition()
+		u.current = &u.observed
+	} else {
 		// Never posted: judge from the creation time, with the startup grace.
+		created := v.created()
 		u.observed = corev1.NodeCondition{
 			Type:               corev1.NodeReady,
 			Status:             corev1.ConditionUnknown,
-			LastHeartbeatTime:  v.created,
-			LastTransitionTime: v.created,
+			LastHeartbeatTime:  created,
+			LastTransitionTime: created,
 		}
 		grace = c.cfg.StartupGracePeriod
 		if !known {
 			// The only age taken from the wall clock: the node's, at the
 			// first look, converted to the monotonic clock once.
-			h = nodeHealth{probe: seen - mono(max(0, c.clock.Since(v.created.Time)))}
+			h = nodeHealth{probe: seen - mono(max(0, c.clock.Since(created.Time)))}
 		}
 		h, known = h.withReady(nil), true
-	} else {
-		u.observed = *u.current
 	}
 	current := u.current
 

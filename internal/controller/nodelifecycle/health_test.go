@@ -3,9 +3,12 @@ package nodelifecycle
 import (
 	"context"
 	"fmt"
+	"iter"
 	"log/slog"
+	"maps"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -204,14 +207,19 @@ func TestRegisteredAndRemovingEvents(t *testing.T) {
 	}
 }
 
-// staleCluster hands a pass the nodes it was given instead of the current
-// ones, as a watch cache that lags a write would.
+// staleCluster lists the node revisions it was given instead of the
+// current ones, as a watch cache that lags a write would.
 type staleCluster struct {
 	*memCluster
-	stale []*nodeView
+	stale map[string]int64 // nil: list the current ones
 }
 
-func (s *staleCluster) nodes() []*nodeView { return s.stale }
+func (s *staleCluster) nodeRevisions() (iter.Seq2[string, int64], int) {
+	if s.stale == nil {
+		return s.memCluster.nodeRevisions()
+	}
+	return maps.All(s.stale), len(s.stale)
+}
 
 func TestStatusConflictIsRetriedWithFreshNode(t *testing.T) {
 	ctx := context.Background()
@@ -222,11 +230,11 @@ func TestStatusConflictIsRetriedWithFreshNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc.stale = m.nodes()
 	c.monitor(ctx)
 	m.clock.Step(51 * time.Second)
-	// The pass reads this copy; a write lands before its status update.
-	sc.stale = []*nodeView{viewOf(m.get("n1").DeepCopy())}
+	// The pass lists n1 as it is now; a write lands before its status
+	// update.
+	sc.stale = map[string]int64{"n1": mustRevision(t, m.get("n1"))}
 	labelled := m.get("n1").DeepCopy()
 	labelled.Labels = map[string]string{"touched": "yes"}
 	labelled.ResourceVersion = m.nextRV()
@@ -392,31 +400,48 @@ func TestMonitorAcrossChunks(t *testing.T) {
 	}
 }
 
-// The view cache keeps exactly the listed nodes: a deleted node's view is
-// dropped, an unchanged node's view is handed out again, and a changed
-// node gets a new one.
-func TestViewCacheKeepsOnlyListedNodes(t *testing.T) {
+// A pass reads only the nodes whose revision changed since the last, and
+// judges each by its current state: an unchanged node's view is kept, a
+// changed node's made again, a deleted node's dropped with its record.
+func TestPassReadsOnlyChangedNodes(t *testing.T) {
+	ctx := context.Background()
 	m := newMemCluster(t, t0)
 	for _, n := range []string{"a", "b", "c"} {
 		m.addNode(n, "", corev1.ConditionTrue)
 	}
-	byName := func(views []*nodeView) map[string]*nodeView {
-		out := map[string]*nodeView{}
-		for _, v := range views {
-			out[v.name] = v
-		}
-		return out
+	c := m.controller(Config{})
+	c.monitor(ctx)
+	if m.nodeReads != 3 {
+		t.Fatalf("first pass read %d nodes, want 3", m.nodeReads)
 	}
-	first := byName(m.nodes())
+	m.nodeReads = 0
+	c.monitor(ctx)
+	if m.nodeReads != 0 {
+		t.Fatalf("a pass over unchanged nodes read %d of them", m.nodeReads)
+	}
 	delete(m.objs, "b")
 	m.postStatus("c", corev1.ConditionFalse)
-	second := byName(m.nodes())
-	if len(second) != 2 || second["a"] != first["a"] || second["c"] == first["c"] {
-		t.Fatalf("views %v after %v", second, first)
+	posted := mustRevision(t, m.get("c"))
+	c.monitor(ctx)
+	if m.nodeReads != 1 {
+		t.Errorf("a pass after one node changed read %d nodes, want 1", m.nodeReads)
 	}
-	if _, ok := m.views.views["b"]; ok || len(m.views.views) != 2 {
-		t.Errorf("cached views %v, want a and c", m.views.views)
+	if c.nodes.get("b") != nil || len(c.slots) != 2 {
+		t.Errorf("deleted node still held (%d nodes in the pass)", len(c.slots))
 	}
+	cv := &c.nodes.get("c").view
+	if got := cv.readyCondition(); cv.revision != posted || got.Status != corev1.ConditionFalse {
+		t.Errorf("c's view at revision %d, Ready %s; want %d, False", cv.revision, got.Status, posted)
+	}
+}
+
+func mustRevision(t *testing.T, n *corev1.Node) int64 {
+	t.Helper()
+	rev, err := strconv.ParseInt(n.ResourceVersion, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rev
 }
 
 // A pass reads only the leases that changed since the last one: at 100,000

@@ -2,6 +2,7 @@ package nodelifecycle
 
 import (
 	"context"
+	"iter"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,13 +16,13 @@ import (
 func (c *Controller) taintForReadiness(ctx context.Context, v *nodeView, ready corev1.ConditionStatus) {
 	switch ready {
 	case corev1.ConditionFalse:
-		if hasTaint(v.taints, unreachableNoExecute) {
+		if v.taints.has(unreachableNoExecute) {
 			c.swap(ctx, v.name, notReadyNoExecute, unreachableNoExecute)
 			return
 		}
 		c.markForTainting(v, notReadyNoExecute)
 	case corev1.ConditionUnknown:
-		if hasTaint(v.taints, notReadyNoExecute) {
+		if v.taints.has(notReadyNoExecute) {
 			c.swap(ctx, v.name, unreachableNoExecute, notReadyNoExecute)
 			return
 		}
@@ -50,8 +51,8 @@ func (c *Controller) swap(ctx context.Context, name string, add, remove corev1.T
 // queued afresh; if it has it, it stays processed and is not queued again;
 // if it is still waiting, it keeps its place.
 func (c *Controller) markForTainting(v *nodeView, t corev1.Taint) {
-	q := c.queue(v.zone)
-	if !hasTaint(v.taints, t) && q.processed(v.name) {
+	q := c.queue(v.zone())
+	if !v.taints.has(t) && q.processed(v.name) {
 		q.forget(v.name)
 	}
 	if q.add(v.name) {
@@ -62,8 +63,8 @@ func (c *Controller) markForTainting(v *nodeView, t corev1.Taint) {
 // markReachable removes both NoExecute taints from node v and takes it out
 // of its zone's queue.
 func (c *Controller) markReachable(ctx context.Context, v *nodeView) {
-	c.queue(v.zone).forget(v.name)
-	if !hasTaint(v.taints, unreachableNoExecute) && !hasTaint(v.taints, notReadyNoExecute) {
+	c.queue(v.zone()).forget(v.name)
+	if !v.taints.has(unreachableNoExecute) && !v.taints.has(notReadyNoExecute) {
 		return
 	}
 	if err := c.cluster.swapTaints(ctx, v.name, nil, []corev1.Taint{unreachableNoExecute, notReadyNoExecute}); err != nil {
@@ -111,18 +112,18 @@ func (c *Controller) taintPass(ctx context.Context) {
 // (doNoScheduleTaintingPass), writing in parallel. It runs whenever nodes
 // change.
 func (c *Controller) noSchedulePasses(ctx context.Context, names []string) {
-	nodes := make([]*nodeView, 0, len(names))
-	for _, name := range names {
-		if n, ok := c.cluster.node(name); ok {
-			nodes = append(nodes, viewOf(n))
+	c.noScheduleNodes(ctx, func(yield func(*nodeView) bool) {
+		for _, name := range names {
+			if n, ok := c.cluster.node(name); ok && !yield(viewOf(n)) {
+				return
+			}
 		}
-	}
-	c.noScheduleNodes(ctx, nodes)
+	})
 }
 
-// noScheduleNodes is noSchedulePasses for nodes already read (nil ones are
-// skipped).
-func (c *Controller) noScheduleNodes(ctx context.Context, nodes []*nodeView) {
+// noScheduleNodes is noSchedulePasses for nodes already read. The views
+// are only read while nodes runs: the writes come after it.
+func (c *Controller) noScheduleNodes(ctx context.Context, nodes iter.Seq[*nodeView]) {
 	type swap struct {
 		name        string
 		add, remove []corev1.Taint
@@ -130,10 +131,7 @@ func (c *Controller) noScheduleNodes(ctx context.Context, nodes []*nodeView) {
 	}
 	var swaps []swap
 	now := metav1.NewTime(c.clock.Now())
-	for _, v := range nodes {
-		if v == nil {
-			continue
-		}
+	for v := range nodes {
 		add, remove := noScheduleDiff(v)
 		if len(add) == 0 && len(remove) == 0 {
 			continue

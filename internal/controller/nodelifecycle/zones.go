@@ -113,9 +113,9 @@ func (c *Controller) zoneRate(s zoneState, size int) float64 {
 
 // handleDisruption updates the zone states from this pass's counts of
 // Ready nodes, switching the tainting rates, and enters or leaves the
-// all-zones-down mode (where nothing is tainted NoExecute). nodes are the
-// nodes of this pass.
-func (c *Controller) handleDisruption(ctx context.Context, zones map[string]zoneCounts, nodes []*nodeView) {
+// all-zones-down mode (where nothing is tainted NoExecute). The nodes of
+// this pass are those in c.slots.
+func (c *Controller) handleDisruption(ctx context.Context, zones map[string]zoneCounts) {
 	newStates := map[string]zoneState{}
 	allAreFull := true
 	for zone, counts := range zones {
@@ -144,8 +144,8 @@ func (c *Controller) handleDisruption(ctx context.Context, zones map[string]zone
 
 	if allAreFull {
 		c.log.Info("Controller detected that all Nodes are not-Ready. Entering master disruption mode", "zones", len(zones))
-		for _, v := range nodes {
-			c.markReachable(ctx, v)
+		for _, id := range c.slots {
+			c.markReachable(ctx, &c.nodes.at(id).view)
 		}
 		for zone := range c.zoneStates {
 			c.queue(zone).setRate(0)
@@ -156,8 +156,8 @@ func (c *Controller) handleDisruption(ctx context.Context, zones map[string]zone
 	if allWereFull {
 		c.log.Info("Controller detected that some Nodes are Ready. Exiting master disruption mode")
 		now := mono(c.cfg.Monotonic())
-		for _, v := range nodes {
-			if st := c.nodes.get(v.name); st != nil && st.hasHealth {
+		for _, id := range c.slots {
+			if st := c.nodes.at(id); st.hasHealth {
 				st.health.probe = now
 			}
 		}
