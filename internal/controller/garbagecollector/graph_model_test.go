@@ -14,8 +14,11 @@ import (
 // (the graph's former form: key → node, owner key → dependent key → uid,
 // uid → key) with the same random sets and removes, among keys that own
 // each other, self-references, references named twice, UUID and other
-// uids, and compares every query after each step. It also checks that the
-// arena frees every entry once nothing refers to it.
+// uids (the graph holds a canonical UUID as 16 bytes and any other uid as
+// its string: upper-case and malformed UUIDs, the empty uid), objects
+// whose uid changes between them, and compares every query after each
+// step. It also checks that the arena frees every entry once nothing
+// refers to it.
 func TestGraphBehavesAsMaps(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	keys := []string{"/a", "/b", "/c", "/d", "/e", "/f"}
@@ -25,9 +28,13 @@ func TestGraphBehavesAsMaps(t *testing.T) {
 	var uids []types.UID
 	for i, k := range keys {
 		uidsOf[k] = []types.UID{types.UID("u1" + k), types.UID("u2" + k),
-			types.UID(fmt.Sprintf("0d9f3a4e-0000-4000-8000-00000000000%d", i)), types.UID(fmt.Sprintf("0D9F3A4E-0000-4000-8000-0000000000A%d", i))}
+			types.UID(fmt.Sprintf("0d9f3a4e-0000-4000-8000-00000000000%d", i)), types.UID(fmt.Sprintf("0D9F3A4E-0000-4000-8000-0000000000A%d", i)),
+			types.UID(fmt.Sprintf("ffffffff-ffff-4fff-bfff-fffffffffff%d", i)), types.UID(fmt.Sprintf("0d9f3a4e-0000-4000-8000-00000000000%d ", i)),
+			types.UID(fmt.Sprintf("0d9f3a4e-0000-4000-8000_00000000000%d", i)), types.UID(fmt.Sprintf("0d9f3a4e-0000-4000-8000-0000000000%d", i))}
 		uids = append(uids, uidsOf[k]...)
 	}
+	uidsOf[keys[0]] = append(uidsOf[keys[0]], "", "00000000-0000-0000-0000-000000000000")
+	uids = append(uids, "", "00000000-0000-0000-0000-000000000000")
 	g := newGraph()
 	nodes := map[string]node{}
 	for step := range 20000 {
@@ -39,7 +46,7 @@ func TestGraphBehavesAsMaps(t *testing.T) {
 				t.Fatalf("step %d: remove(%s) ok=%v, want %v", step, key, ok, wantOK)
 			}
 		} else {
-			n := node{uid: uidsOf[key][rng.IntN(4)], deletingDependents: rng.IntN(5) == 0}
+			n := node{uid: uidsOf[key][rng.IntN(len(uidsOf[key]))], deletingDependents: rng.IntN(5) == 0}
 			for range rng.IntN(3) {
 				n.owners = append(n.owners, edge{owner: keys[rng.IntN(len(keys))], uid: uids[rng.IntN(len(uids))]})
 			}

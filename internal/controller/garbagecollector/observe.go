@@ -25,7 +25,7 @@ func (gc *GarbageCollector) observe(ev watchcache.Event, enqueue func(string)) e
 		return fmt.Errorf("reading metadata of %s: %w", ev.Key, err)
 	}
 	if ev.Type == watch.Deleted {
-		old, ok := gc.graph.remove(ev.Key)
+		owners, ok := gc.graph.remove(ev.Key)
 		gc.forgetWarned(acc.GetUID())
 		// Every dependent may now be dangling, and owners waiting in
 		// foreground deletion may have lost a blocking dependent.
@@ -33,7 +33,7 @@ func (gc *GarbageCollector) observe(ev watchcache.Event, enqueue func(string)) e
 			enqueue(dep)
 		}
 		if ok {
-			gc.recheckWaitingOwners(old.owners, nil, enqueue)
+			gc.recheckWaitingOwners(owners, nil, enqueue)
 		}
 		return nil
 	}
@@ -43,8 +43,8 @@ func (gc *GarbageCollector) observe(ev watchcache.Event, enqueue func(string)) e
 	}
 	n := node{uid: acc.GetUID(), deletingDependents: isDeletingDependents(acc)}
 	attention := n.deletingDependents || (acc.GetDeletionTimestamp() != nil && hasFinalizer(acc, metav1.FinalizerOrphanDependents))
-	known, _ := gc.graph.get(ev.Key)
-	n.owners, attention = gc.resolveOwners(acc, res.Namespaced, known.owners, attention)
+	known := gc.graph.owners(ev.Key)
+	n.owners, attention = gc.resolveOwners(acc, res.Namespaced, known, attention)
 	old, ok := gc.graph.set(ev.Key, n)
 	if ok && old.uid != n.uid {
 		// The key holds a new object: the old one is gone.
@@ -93,7 +93,7 @@ func (gc *GarbageCollector) quiet(key string, dep metav1.Object, depNamespaced b
 		return false
 	}
 	id, e := g.lookup(key)
-	if e == nil || !e.present || e.uid != dep.GetUID() || e.numLinks() != len(refs) {
+	if e == nil || !e.present || e.numLinks() != len(refs) || !e.uidIs(dep.GetUID()) {
 		return false
 	}
 	for i, ref := range refs {
@@ -119,7 +119,7 @@ func (gc *GarbageCollector) quiet(key string, dep metav1.Object, depNamespaced b
 	e.eachDep(func(d slotID) {
 		de := g.at(d)
 		for i := range de.numLinks() {
-			if l := de.linkAt(i); l.owner == id && l.uid != e.uid {
+			if l := de.linkAt(i); l.owner == id && !e.uidIs(l.uid) {
 				predecessor = true
 			}
 		}
