@@ -183,8 +183,9 @@ func (e *entry) trimExtra() {
 // finds the dependents that still point at its predecessor.
 //
 // Memory: one entry per object (40,000 at 20,000 nodes) in a chunked arena
-// with its index of keys (package slots), and a uid index that holds UUIDs as 16 bytes
-// (a map without pointers, which the Go collector does not scan). At
+// with its index of keys (package slots), and a uid index of entry ids that
+// finds a UUID in the entries themselves (pointer-free, which the Go
+// collector does not scan). At
 // 20,000 nodes a map entry per object, a second one per uid and a third per
 // owner (nodes, byUID and dependents, each keyed by a string) held 610 B
 // per Node and lease (heap profile of scripts/heap-per-node.sh).
@@ -214,7 +215,7 @@ func newGraph() *graph {
 
 func (g *graph) resetLocked() {
 	g.entries = slots.New[entry, slotID](func(e *entry, key string) { e.key = key }) // slot 0 is none
-	g.byUID = newUIDIndex()
+	g.byUID = newUIDIndex(g.entries)
 	g.waiting = 0
 	g.ownerEpoch = 1
 	g.rev.Store(0)
