@@ -68,13 +68,18 @@ type entry struct {
 	// has one dependent, its Lease); extra holds the others. Each is there
 	// once.
 	deps0 slotID
-	extra *entryExtra
-	// solidAt is the graph's ownerEpoch when every owner of the object was
-	// last seen solid (0: not since its references last changed).
-	solidAt            uint64
+	// ownersSolid: every owner of the object was seen solid, and since then
+	// neither its references nor any owner's presence, uid or foreground
+	// deletion changed, so a renewal need not look at the owners. It is
+	// cleared on the dependents of an owner that changes so. Where a graph
+	// epoch and a uint64 stamp per entry were, this is a byte in what was
+	// padding: with the fields in this order, an entry is 96 bytes, not 112
+	// (32 B per Node and lease).
+	ownersSolid        bool
 	present            bool
 	deletingDependents bool
 	otherUID           bool
+	extra              *entryExtra
 }
 
 // entryExtra is what an entry rarely has: more than one owner or dependent,
@@ -197,11 +202,6 @@ type graph struct {
 	// it is 0 no owner waits for its dependents and a dependent's change
 	// need not look for one.
 	waiting int
-	// ownerEpoch grows whenever an object's presence, uid or foreground
-	// deletion changes, which is when an owner can stop looking solid: an
-	// entry whose owners were all solid at the current epoch still has
-	// solid owners, and a renewal need not look at them.
-	ownerEpoch uint64
 	// rev is the cache revision the graph reflects; 0 while a snapshot is
 	// still being loaded.
 	rev atomic.Int64
@@ -217,7 +217,6 @@ func (g *graph) resetLocked() {
 	g.entries = slots.New[entry, slotID](func(e *entry, key string) { e.key = key }) // slot 0 is none
 	g.byUID = newUIDIndex(g.entries)
 	g.waiting = 0
-	g.ownerEpoch = 1
 	g.rev.Store(0)
 }
 
@@ -382,7 +381,7 @@ func (g *graph) set(key string, n node) (old node, ok bool) {
 		}
 	}
 	if !sameUID || e.deletingDependents != n.deletingDependents {
-		g.ownerEpoch++
+		g.unsettleDependents(e)
 	}
 	if !ok || !g.sameLinks(e, n.owners) {
 		g.unlinkLocked(id)
@@ -393,7 +392,7 @@ func (g *graph) set(key string, n node) (old node, ok bool) {
 			g.at(owner).addDep(id)
 		}
 		e.setLinks(links) // e is still id's: entries never move
-		e.solidAt = 0
+		e.ownersSolid = false
 	}
 	if !sameUID {
 		e.setUID(n.uid)
@@ -419,12 +418,18 @@ func (g *graph) remove(key string) (owners []edge, ok bool) {
 	if e.deletingDependents {
 		g.waiting--
 	}
-	g.ownerEpoch++
+	g.unsettleDependents(e)
 	g.unlinkLocked(id)
 	e.clearUID()
 	e.present, e.deletingDependents = false, false
 	g.release(id)
 	return owners, true
+}
+
+// unsettleDependents clears ownersSolid on the dependents of e, whose
+// presence, uid or foreground deletion is changing.
+func (g *graph) unsettleDependents(e *entry) {
+	e.eachDep(func(d slotID) { g.at(d).ownersSolid = false })
 }
 
 // unlinkLocked drops id's links, and the owner entries left with nothing.
@@ -435,7 +440,7 @@ func (g *graph) unlinkLocked(id slotID) {
 		owners = append(owners, e.linkAt(i).owner)
 	}
 	e.setLinks(nil)
-	e.solidAt = 0
+	e.ownersSolid = false
 	for _, o := range owners {
 		g.at(o).removeDep(id)
 	}

@@ -18,7 +18,9 @@ import (
 // its string: upper-case and malformed UUIDs, the empty uid), objects
 // whose uid changes between them, and compares every query after each
 // step. It also checks that the arena frees every entry once nothing
-// refers to it.
+// refers to it, and that an entry marked ownersSolid (as quiet marks a
+// renewed object after checking its owners) is unmarked as soon as an
+// owner stops being solid.
 func TestGraphBehavesAsMaps(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	keys := []string{"/a", "/b", "/c", "/d", "/e", "/f"}
@@ -57,6 +59,7 @@ func TestGraphBehavesAsMaps(t *testing.T) {
 				t.Fatalf("step %d: set(%s) returned %v %v, want %v %v", step, key, old, ok, want, wantOK)
 			}
 		}
+		markOwnersSolid(g, keys[rng.IntN(len(keys))])
 		checkGraph(t, fmt.Sprintf("step %d", step), g, nodes, keys, uids)
 	}
 	for _, k := range keys {
@@ -65,6 +68,21 @@ func TestGraphBehavesAsMaps(t *testing.T) {
 	if g.entries.Len() != 0 || g.waiting != 0 || g.byUID.n+len(g.byUID.other) != 0 {
 		t.Fatalf("emptied graph keeps %d entries, %d waiting, %d uids", g.entries.Len(), g.waiting, g.byUID.n+len(g.byUID.other))
 	}
+}
+
+// markOwnersSolid does what quiet does for a renewal of key: mark its
+// entry ownersSolid if every owner is solid.
+func markOwnersSolid(g *graph, key string) {
+	_, e := g.lookup(key)
+	if e == nil || !e.present {
+		return
+	}
+	for i := range e.numLinks() {
+		if l := e.linkAt(i); !g.at(l.owner).solid(l.uid) {
+			return
+		}
+	}
+	e.ownersSolid = true
 }
 
 func sameNode(a, b node) bool {
@@ -125,6 +143,11 @@ func checkGraph(t *testing.T, step string, g *graph, nodes map[string]node, keys
 		}
 		if _, ok := nodes[k]; !ok && deps[k] == nil {
 			t.Fatalf("%s: entry %s kept with no object and no dependents", step, k)
+		}
+		for i := range e.numLinks() {
+			if l := e.linkAt(i); e.ownersSolid && !g.at(l.owner).solid(l.uid) {
+				t.Fatalf("%s: %s marked ownersSolid, but its owner %s is not", step, k, g.at(l.owner).key)
+			}
 		}
 	})
 }
