@@ -40,13 +40,20 @@ type slotID int32
 // name and uid are the reference's: a renewal's object shares its strings
 // with the previous version (the cache interns it like that one), so
 // comparing them with the new references compares pointers and touches
-// neither the owner's entry nor its key.
+// neither the owner's entry nor its key. res is the resource's number in
+// the graph (resID): 4 bytes beside owner where a pointer took 8, which
+// makes a link 40 bytes and an entry 88 instead of 96 (16 B per Node and
+// lease).
 type link struct {
 	owner slotID
-	res   *registry.Resource
+	res   resID
 	name  string
 	uid   types.UID
 }
+
+// resID numbers the resources that edges name, in the order the graph
+// first sees them; 0 is nil (an edge whose resource is unknown).
+type resID uint32
 
 // entry is one storage key of the graph: an object (present), or a key that
 // objects name as their owner without the graph holding an object there,
@@ -73,8 +80,8 @@ type entry struct {
 	// deletion changed, so a renewal need not look at the owners. It is
 	// cleared on the dependents of an owner that changes so. Where a graph
 	// epoch and a uint64 stamp per entry were, this is a byte in what was
-	// padding: with the fields in this order, an entry is 96 bytes, not 112
-	// (32 B per Node and lease).
+	// padding: with the fields in this order, 16 bytes less per entry (112
+	// to 96; the profile's Slot, 6.41 to 5.70 MB at 20,000 nodes).
 	ownersSolid        bool
 	present            bool
 	deletingDependents bool
@@ -202,6 +209,11 @@ type graph struct {
 	// it is 0 no owner waits for its dependents and a dependent's change
 	// need not look for one.
 	waiting int
+	// resources are the resources of the links by resID, and resIDs their
+	// numbers; there are as many as the served resources that own
+	// something.
+	resources []*registry.Resource
+	resIDs    map[*registry.Resource]resID
 	// rev is the cache revision the graph reflects; 0 while a snapshot is
 	// still being loaded.
 	rev atomic.Int64
@@ -217,7 +229,19 @@ func (g *graph) resetLocked() {
 	g.entries = slots.New[entry, slotID](func(e *entry, key string) { e.key = key }) // slot 0 is none
 	g.byUID = newUIDIndex(g.entries)
 	g.waiting = 0
+	g.resources, g.resIDs = []*registry.Resource{nil}, map[*registry.Resource]resID{nil: 0}
 	g.rev.Store(0)
+}
+
+// resID returns res's number, giving it one if it has none.
+func (g *graph) resID(res *registry.Resource) resID {
+	id, ok := g.resIDs[res]
+	if !ok {
+		id = resID(len(g.resources))
+		g.resources = append(g.resources, res)
+		g.resIDs[res] = id
+	}
+	return id
 }
 
 // at returns the entry of id.
@@ -320,7 +344,7 @@ func (g *graph) edgesOf(e *entry) []edge {
 	owners := make([]edge, k)
 	for i := range k {
 		l := e.linkAt(i)
-		owners[i] = edge{owner: g.at(l.owner).key, uid: l.uid, res: l.res, name: l.name}
+		owners[i] = edge{owner: g.at(l.owner).key, uid: l.uid, res: g.resources[l.res], name: l.name}
 	}
 	return owners
 }
@@ -332,7 +356,7 @@ func (g *graph) sameLinks(e *entry, edges []edge) bool {
 	}
 	for i, o := range edges {
 		l := e.linkAt(i)
-		if l.uid != o.uid || l.res != o.res || l.name != o.name || g.at(l.owner).key != o.owner {
+		if l.uid != o.uid || g.resources[l.res] != o.res || l.name != o.name || g.at(l.owner).key != o.owner {
 			return false
 		}
 	}
@@ -388,7 +412,7 @@ func (g *graph) set(key string, n node) (old node, ok bool) {
 		links := make([]link, len(n.owners))
 		for i, o := range n.owners {
 			owner := g.slotOf(o.owner)
-			links[i] = link{owner: owner, res: o.res, name: o.name, uid: o.uid}
+			links[i] = link{owner: owner, res: g.resID(o.res), name: o.name, uid: o.uid}
 			g.at(owner).addDep(id)
 		}
 		e.setLinks(links) // e is still id's: entries never move

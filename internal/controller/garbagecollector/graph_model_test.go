@@ -8,12 +8,15 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/leasehold/leasehold/internal/registry"
 )
 
 // TestGraphBehavesAsMaps drives the graph and a model made of plain maps
 // (the graph's former form: key → node, owner key → dependent key → uid,
 // uid → key) with the same random sets and removes, among keys that own
-// each other, self-references, references named twice, UUID and other
+// each other, self-references, references named twice, references that
+// resolved to one of several resources or to none, UUID and other
 // uids (the graph holds a canonical UUID as 16 bytes and any other uid as
 // its string: upper-case and malformed UUIDs, the empty uid), objects
 // whose uid changes between them, and compares every query after each
@@ -37,6 +40,9 @@ func TestGraphBehavesAsMaps(t *testing.T) {
 	}
 	uidsOf[keys[0]] = append(uidsOf[keys[0]], "", "00000000-0000-0000-0000-000000000000")
 	uids = append(uids, "", "00000000-0000-0000-0000-000000000000")
+	// What a reference resolved to: the graph numbers the resources.
+	resources := []*registry.Resource{nil, {}, {}, {}}
+	names := []string{"", "a", "b"}
 	g := newGraph()
 	nodes := map[string]node{}
 	for step := range 20000 {
@@ -50,7 +56,8 @@ func TestGraphBehavesAsMaps(t *testing.T) {
 		} else {
 			n := node{uid: uidsOf[key][rng.IntN(len(uidsOf[key]))], deletingDependents: rng.IntN(5) == 0}
 			for range rng.IntN(3) {
-				n.owners = append(n.owners, edge{owner: keys[rng.IntN(len(keys))], uid: uids[rng.IntN(len(uids))]})
+				n.owners = append(n.owners, edge{owner: keys[rng.IntN(len(keys))], uid: uids[rng.IntN(len(uids))],
+					res: resources[rng.IntN(len(resources))], name: names[rng.IntN(len(names))]})
 			}
 			want, wantOK := nodes[key]
 			nodes[key] = n

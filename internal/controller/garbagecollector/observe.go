@@ -101,7 +101,7 @@ func (gc *GarbageCollector) quiet(key string, dep metav1.Object, depNamespaced b
 		l := e.linkAt(i)
 		// The namespace the owner is looked up in is dep's (or none), the
 		// same for every version of key: res and name make the same key.
-		if !resolved || invalid || l.res != res || l.name != ref.Name || l.uid != ref.UID {
+		if !resolved || invalid || g.resources[l.res] != res || l.name != ref.Name || l.uid != ref.UID {
 			return false
 		}
 	}
