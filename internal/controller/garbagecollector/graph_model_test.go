@@ -8,14 +8,22 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/leasehold/leasehold/internal/registry"
 )
 
 // TestGraphBehavesAsMaps drives the graph and a model made of plain maps
 // (the graph's former form: key → node, owner key → dependent key → uid,
 // uid → key) with the same random sets and removes, among keys that own
-// each other, self-references, references named twice, UUID and other
-// uids, and compares every query after each step. It also checks that the
-// arena frees every entry once nothing refers to it.
+// each other, self-references, references named twice, references that
+// resolved to one of several resources or to none, UUID and other
+// uids (the graph holds a canonical UUID as 16 bytes and any other uid as
+// its string: upper-case and malformed UUIDs, the empty uid), objects
+// whose uid changes between them, and compares every query after each
+// step. It also checks that the arena frees every entry once nothing
+// refers to it, and that an entry marked ownersSolid (as quiet marks a
+// renewed object after checking its owners) is unmarked as soon as an
+// owner stops being solid.
 func TestGraphBehavesAsMaps(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	keys := []string{"/a", "/b", "/c", "/d", "/e", "/f"}
@@ -25,9 +33,16 @@ func TestGraphBehavesAsMaps(t *testing.T) {
 	var uids []types.UID
 	for i, k := range keys {
 		uidsOf[k] = []types.UID{types.UID("u1" + k), types.UID("u2" + k),
-			types.UID(fmt.Sprintf("0d9f3a4e-0000-4000-8000-00000000000%d", i)), types.UID(fmt.Sprintf("0D9F3A4E-0000-4000-8000-0000000000A%d", i))}
+			types.UID(fmt.Sprintf("0d9f3a4e-0000-4000-8000-00000000000%d", i)), types.UID(fmt.Sprintf("0D9F3A4E-0000-4000-8000-0000000000A%d", i)),
+			types.UID(fmt.Sprintf("ffffffff-ffff-4fff-bfff-fffffffffff%d", i)), types.UID(fmt.Sprintf("0d9f3a4e-0000-4000-8000-00000000000%d ", i)),
+			types.UID(fmt.Sprintf("0d9f3a4e-0000-4000-8000_00000000000%d", i)), types.UID(fmt.Sprintf("0d9f3a4e-0000-4000-8000-0000000000%d", i))}
 		uids = append(uids, uidsOf[k]...)
 	}
+	uidsOf[keys[0]] = append(uidsOf[keys[0]], "", "00000000-0000-0000-0000-000000000000")
+	uids = append(uids, "", "00000000-0000-0000-0000-000000000000")
+	// What a reference resolved to: the graph numbers the resources.
+	resources := []*registry.Resource{nil, {}, {}, {}}
+	names := []string{"", "a", "b"}
 	g := newGraph()
 	nodes := map[string]node{}
 	for step := range 20000 {
@@ -39,9 +54,10 @@ func TestGraphBehavesAsMaps(t *testing.T) {
 				t.Fatalf("step %d: remove(%s) ok=%v, want %v", step, key, ok, wantOK)
 			}
 		} else {
-			n := node{uid: uidsOf[key][rng.IntN(4)], deletingDependents: rng.IntN(5) == 0}
+			n := node{uid: uidsOf[key][rng.IntN(len(uidsOf[key]))], deletingDependents: rng.IntN(5) == 0}
 			for range rng.IntN(3) {
-				n.owners = append(n.owners, edge{owner: keys[rng.IntN(len(keys))], uid: uids[rng.IntN(len(uids))]})
+				n.owners = append(n.owners, edge{owner: keys[rng.IntN(len(keys))], uid: uids[rng.IntN(len(uids))],
+					res: resources[rng.IntN(len(resources))], name: names[rng.IntN(len(names))]})
 			}
 			want, wantOK := nodes[key]
 			nodes[key] = n
@@ -50,14 +66,30 @@ func TestGraphBehavesAsMaps(t *testing.T) {
 				t.Fatalf("step %d: set(%s) returned %v %v, want %v %v", step, key, old, ok, want, wantOK)
 			}
 		}
+		markOwnersSolid(g, keys[rng.IntN(len(keys))])
 		checkGraph(t, fmt.Sprintf("step %d", step), g, nodes, keys, uids)
 	}
 	for _, k := range keys {
 		g.remove(k)
 	}
-	if g.entries.Len() != 0 || g.waiting != 0 || len(g.byUID.uuids)+len(g.byUID.other) != 0 {
-		t.Fatalf("emptied graph keeps %d entries, %d waiting, %d uids", g.entries.Len(), g.waiting, len(g.byUID.uuids)+len(g.byUID.other))
+	if g.entries.Len() != 0 || g.waiting != 0 || g.byUID.n+len(g.byUID.other) != 0 {
+		t.Fatalf("emptied graph keeps %d entries, %d waiting, %d uids", g.entries.Len(), g.waiting, g.byUID.n+len(g.byUID.other))
 	}
+}
+
+// markOwnersSolid does what quiet does for a renewal of key: mark its
+// entry ownersSolid if every owner is solid.
+func markOwnersSolid(g *graph, key string) {
+	_, e := g.lookup(key)
+	if e == nil || !e.present {
+		return
+	}
+	for i := range e.numLinks() {
+		if l := e.linkAt(i); !g.at(l.owner).solid(l.uid) {
+			return
+		}
+	}
+	e.ownersSolid = true
 }
 
 func sameNode(a, b node) bool {
@@ -118,6 +150,11 @@ func checkGraph(t *testing.T, step string, g *graph, nodes map[string]node, keys
 		}
 		if _, ok := nodes[k]; !ok && deps[k] == nil {
 			t.Fatalf("%s: entry %s kept with no object and no dependents", step, k)
+		}
+		for i := range e.numLinks() {
+			if l := e.linkAt(i); e.ownersSolid && !g.at(l.owner).solid(l.uid) {
+				t.Fatalf("%s: %s marked ownersSolid, but its owner %s is not", step, k, g.at(l.owner).key)
+			}
 		}
 	})
 }
