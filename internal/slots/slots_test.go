@@ -2,6 +2,8 @@ package slots
 
 import (
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -14,7 +16,7 @@ type value struct {
 // release and reuse: no id is 0, a value's address never changes while
 // its key is held, a released id comes back zeroed for the next key.
 func TestTable(t *testing.T) {
-	tab := New[value, int32](func(v *value, key string) { v.key = key })
+	tab := New[value, int32](func(v *value) *string { return &v.key })
 	const n = 3*1024 + 7
 	ptrs := map[string]*value{}
 	for i := range n {
@@ -57,5 +59,49 @@ func TestTable(t *testing.T) {
 	tab.Keys(func(string, int32) { keys++ })
 	if keys != n {
 		t.Fatalf("Keys saw %d, want %d", keys, n)
+	}
+}
+
+// TestIndexBehavesAsAMap drives a Table (and so its Index) with random
+// slots and releases over a small key space, against a map: the table
+// fills and empties twice, so probe runs form, grow with the table and are
+// emptied again, which exercises the moves of Index.free. Every key is
+// looked up after each step.
+func TestIndexBehavesAsAMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	tab := New[value, int32](func(v *value) *string { return &v.key })
+	var keys []string
+	for i := range 500 {
+		keys = append(keys, fmt.Sprint("/registry/leases/kube-node-lease/node-", i))
+	}
+	model := map[string]int32{}
+	for step := range 40_000 {
+		k := keys[rng.IntN(len(keys))]
+		filling := (step/10_000)%2 == 0
+		if id, ok := model[k]; ok && (!filling || rng.IntN(4) == 0) {
+			tab.Release(k, id)
+			delete(model, k)
+		} else if !ok && (filling || rng.IntN(4) == 0) {
+			id, created := tab.Slot(k)
+			if !created {
+				t.Fatalf("step %d: Slot(%s) found a released key", step, k)
+			}
+			model[k] = id
+		}
+		for _, k := range keys {
+			id, v := tab.Lookup(k)
+			want, ok := model[k]
+			if id != want || (v != nil) != ok || (ok && v.key != k) {
+				t.Fatalf("step %d: Lookup(%s) = %d %v, want %d %v", step, k, id, v != nil, want, ok)
+			}
+		}
+		if tab.Len() != len(model) {
+			t.Fatalf("step %d: Len %d, want %d", step, tab.Len(), len(model))
+		}
+	}
+	seen := map[string]int32{}
+	tab.Keys(func(k string, id int32) { seen[k] = id })
+	if !maps.Equal(seen, model) {
+		t.Fatalf("Keys gave %d keys, want %d", len(seen), len(model))
 	}
 }

@@ -231,7 +231,7 @@ func newGraph() *graph {
 }
 
 func (g *graph) resetLocked() {
-	g.entries = slots.New[entry, slotID](func(e *entry, key string) { e.key = key }) // slot 0 is none
+	g.entries = slots.New[entry, slotID](func(e *entry) *string { return &e.key }) // slot 0 is none
 	g.byUID = newUIDIndex(g.entries)
 	g.waiting = 0
 	g.resources, g.resIDs = []*registry.Resource{nil}, map[*registry.Resource]resID{nil: 0}

@@ -72,8 +72,8 @@ func TestGraphBehavesAsMaps(t *testing.T) {
 	for _, k := range keys {
 		g.remove(k)
 	}
-	if g.entries.Len() != 0 || g.waiting != 0 || g.byUID.n+len(g.byUID.other) != 0 {
-		t.Fatalf("emptied graph keeps %d entries, %d waiting, %d uids", g.entries.Len(), g.waiting, g.byUID.n+len(g.byUID.other))
+	if g.entries.Len() != 0 || g.waiting != 0 || g.byUID.len() != 0 {
+		t.Fatalf("emptied graph keeps %d entries, %d waiting, %d uids", g.entries.Len(), g.waiting, g.byUID.len())
 	}
 }
 

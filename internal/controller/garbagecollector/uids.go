@@ -10,25 +10,24 @@ import (
 )
 
 // uidIndex maps object uids to graph entries. The API server gives every
-// object a UUID, and those are found through an open-addressing table of
-// entry ids (linear probing, at most three quarters full) that holds no uid
-// at all: an id's uid is its entry's, which the graph keeps in step (it
-// removes an entry's uid before changing it, and puts it after). That is 4
-// bytes per cell, 5 to 11 per uid, and no pointer for the Go collector to
-// scan; a map[[16]byte]slotID took 68 B per Node and lease at 20,000 nodes
-// (heap profile of scripts/heap-per-node.sh), and a map of strings more.
-// Any other uid (a client may write one in a reference, and the index must
-// answer for it exactly) goes to the string-keyed map.
+// object a UUID, and those are found through a slots.Index of entry ids
+// that holds no uid at all: an id's uid is its entry's, which the graph
+// keeps in step (it removes an entry's uid before changing it, and puts it
+// after). That is 5 to 11 bytes per uid and no pointer for the Go collector
+// to scan; a map[[16]byte]slotID took 68 B per Node and lease at 20,000
+// nodes (heap profile of scripts/heap-per-node.sh), and a map of strings
+// more. Any other uid (a client may write one in a reference, and the index
+// must answer for it exactly) goes to the string-keyed map.
 type uidIndex struct {
-	entries *slots.Table[entry, slotID]
-	seed    maphash.Seed
-	ids     []slotID // a power of two long, or empty; 0 is a free cell
-	n       int      // cells in use
-	other   map[types.UID]slotID
+	uuids *slots.Index[[16]byte, slotID]
+	other map[types.UID]slotID
 }
 
 func newUIDIndex(entries *slots.Table[entry, slotID]) uidIndex {
-	return uidIndex{entries: entries, seed: maphash.MakeSeed(), other: map[types.UID]slotID{}}
+	return uidIndex{
+		uuids: slots.NewIndex(maphash.Comparable[[16]byte], func(id slotID) [16]byte { return entries.At(id).uid }),
+		other: map[types.UID]slotID{},
+	}
 }
 
 // put indexes the uid of e, id's entry.
@@ -37,14 +36,7 @@ func (x *uidIndex) put(e *entry, id slotID) {
 		x.other[e.extra.uid] = id
 		return
 	}
-	if (x.n+1)*4 > len(x.ids)*3 {
-		x.grow()
-	}
-	i := x.find(&e.uid)
-	if x.ids[i] == 0 {
-		x.n++
-	}
-	x.ids[i] = id
+	x.uuids.Put(e.uid, id)
 }
 
 // remove forgets the uid of e, id's entry, if it is id's.
@@ -55,69 +47,19 @@ func (x *uidIndex) remove(e *entry, id slotID) {
 		}
 		return
 	}
-	if x.n == 0 {
-		return
-	}
-	if i := x.find(&e.uid); x.ids[i] == id {
-		x.free(i)
-	}
+	x.uuids.Remove(e.uid, id)
 }
 
 func (x *uidIndex) get(uid types.UID) (slotID, bool) {
 	if b, ok := parseUUID(uid); ok {
-		if x.n == 0 {
-			return 0, false
-		}
-		id := x.ids[x.find(&b)]
-		return id, id != 0
+		return x.uuids.Get(b)
 	}
 	id, found := x.other[uid]
 	return id, found
 }
 
-// home is the cell where the probe for b starts.
-func (x *uidIndex) home(b *[16]byte) int {
-	return int(maphash.Comparable(x.seed, *b) & uint64(len(x.ids)-1))
-}
-
-// find returns the cell holding the entry whose uid is b, or else the free
-// cell that ends b's probe. The table must have a free cell.
-func (x *uidIndex) find(b *[16]byte) int {
-	mask := len(x.ids) - 1
-	for i := x.home(b); ; i = (i + 1) & mask {
-		if id := x.ids[i]; id == 0 || x.entries.At(id).uid == *b {
-			return i
-		}
-	}
-}
-
-// free empties cell i, moving back the cells after it in its run that
-// would no longer be reached past a free cell (no tombstones: a table that
-// churns keeps its probes short).
-func (x *uidIndex) free(i int) {
-	mask := len(x.ids) - 1
-	for j := (i + 1) & mask; x.ids[j] != 0; j = (j + 1) & mask {
-		// The id at j may fill i if its probe passes i before reaching j:
-		// its home is at or before i (cyclically).
-		if h := x.home(&x.entries.At(x.ids[j]).uid); (j-h)&mask >= (j-i)&mask {
-			x.ids[i] = x.ids[j]
-			i = j
-		}
-	}
-	x.ids[i] = 0
-	x.n--
-}
-
-// grow doubles the table (8 cells at first) and places every id anew.
-func (x *uidIndex) grow() {
-	old := x.ids
-	x.ids = make([]slotID, max(8, 2*len(old)))
-	for _, id := range old {
-		if id != 0 {
-			x.ids[x.find(&x.entries.At(id).uid)] = id
-		}
-	}
-}
+// len is the number of uids held.
+func (x *uidIndex) len() int { return x.uuids.Len() + len(x.other) }
 
 // parseUUID reads uid as a UUID in its canonical form (8-4-4-4-12 lower-case
 // hex digits): only that form, so that two uids with the same bytes are the

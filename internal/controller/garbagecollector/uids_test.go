@@ -18,7 +18,7 @@ import (
 // exercises the moves of free. Every uid is looked up after each step.
 func TestUIDIndexBehavesAsAMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	entries := slots.New[entry, slotID](func(e *entry, key string) { e.key = key })
+	entries := slots.New[entry, slotID](func(e *entry) *string { return &e.key })
 	x := newUIDIndex(entries)
 	var ids []slotID
 	for i := range 400 {
@@ -58,7 +58,7 @@ func TestUIDIndexBehavesAsAMap(t *testing.T) {
 				t.Fatalf("step %d: get(%s) = %d %v, want %d %v", step, uid, got, ok, want, wantOK)
 			}
 		}
-		if n := x.n + len(x.other); n != len(model) {
+		if n := x.len(); n != len(model) {
 			t.Fatalf("step %d: index holds %d uids, want %d", step, n, len(model))
 		}
 	}

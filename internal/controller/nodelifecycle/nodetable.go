@@ -56,7 +56,7 @@ type nodeTable struct {
 
 func newNodeTable() nodeTable {
 	return nodeTable{
-		states:  slots.New[nodeState, int32](func(s *nodeState, name string) { s.view.name = name }),
+		states:  slots.New[nodeState, int32](func(s *nodeState) *string { return &s.view.name }),
 		oddUIDs: map[string]types.UID{},
 	}
 }
