@@ -8,6 +8,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/slots"
+	"github.com/leasehold/leasehold/internal/uidbytes"
 )
 
 // edge is one owner reference of a dependent, resolved to the storage key
@@ -107,7 +108,7 @@ func (e *entry) uidIs(uid types.UID) bool {
 	if e.otherUID {
 		return e.extra.uid == uid
 	}
-	return isUUID(&e.uid, uid)
+	return uidbytes.Is(&e.uid, uid)
 }
 
 // uidString returns the object's uid, like, if it is the same uid, so that
@@ -117,15 +118,15 @@ func (e *entry) uidString(like types.UID) types.UID {
 	switch {
 	case e.otherUID:
 		return e.extra.uid
-	case isUUID(&e.uid, like):
+	case uidbytes.Is(&e.uid, like):
 		return like
 	}
-	return formatUUID(&e.uid)
+	return uidbytes.Format(&e.uid)
 }
 
 // setUID records the object's uid.
 func (e *entry) setUID(uid types.UID) {
-	if b, ok := parseUUID(uid); ok {
+	if b, ok := uidbytes.Parse(uid); ok {
 		e.uid, e.otherUID = b, false
 		if e.extra != nil {
 			e.extra.uid = ""

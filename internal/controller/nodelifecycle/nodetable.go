@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/leasehold/leasehold/internal/slots"
+	"github.com/leasehold/leasehold/internal/uidbytes"
 )
 
 // nodeState is everything the controller remembers of one node between
@@ -27,7 +28,7 @@ type nodeState struct {
 	// view.name is the table's key (set when the slot is made).
 	view nodeView
 	// uid is the node's uid unless oddUID (see nodeTable.setUID).
-	uid uuid
+	uid [16]byte
 	// seen: classify saw the node in pass seen, its low 32 bits (compared
 	// only with the current pass, after classify marked every node listed
 	// and before it forgets the others, so wrapping around is harmless).
@@ -96,14 +97,14 @@ func (t *nodeTable) all(fn func(*nodeState)) {
 
 // setUID makes uid the uid of st, a state of the table.
 func (t *nodeTable) setUID(st *nodeState, uid types.UID) {
-	if b, ok := parseUUID(uid); ok {
+	if b, ok := uidbytes.Parse(uid); ok {
 		if st.oddUID {
 			delete(t.oddUIDs, st.view.name)
 		}
 		st.uid, st.oddUID = b, false
 		return
 	}
-	st.uid, st.oddUID = uuid{}, true
+	st.uid, st.oddUID = [16]byte{}, true
 	t.oddUIDs[st.view.name] = uid
 }
 
@@ -112,7 +113,7 @@ func (t *nodeTable) hasUID(st *nodeState, uid types.UID) bool {
 	if st.oddUID {
 		return t.oddUIDs[st.view.name] == uid
 	}
-	b, ok := parseUUID(uid)
+	b, ok := uidbytes.Parse(uid)
 	return ok && b == st.uid
 }
 
@@ -124,7 +125,7 @@ func (t *nodeTable) uidOf(st *nodeState) types.UID {
 	case !st.known:
 		return ""
 	}
-	return formatUUID(st.uid)
+	return uidbytes.Format(&st.uid)
 }
 
 // ref is a node object carrying only st's name and uid, for events.

@@ -9,43 +9,6 @@ import (
 	uuidutil "k8s.io/apimachinery/pkg/util/uuid"
 )
 
-// Only a canonical UUID is held as bytes, and it comes back as written;
-// anything else (another spelling of the same UUID included) is not one.
-func TestParseUUID(t *testing.T) {
-	for range 100 {
-		uid := uuidutil.NewUUID()
-		b, ok := parseUUID(uid)
-		if !ok || formatUUID(b) != uid {
-			t.Fatalf("parseUUID(%s) = %x, %v; formatted back %s", uid, b, ok, formatUUID(b))
-		}
-	}
-	for _, uid := range []types.UID{
-		"00000000-0000-0000-0000-000000000000",
-		"ffffffff-ffff-ffff-ffff-ffffffffffff",
-		"0123abcd-4567-89ef-0a1b-2c3d4e5f6789",
-	} {
-		if b, ok := parseUUID(uid); !ok || formatUUID(b) != uid {
-			t.Errorf("parseUUID(%s) = %x, %v", uid, b, ok)
-		}
-	}
-	for _, uid := range []types.UID{
-		"",
-		"uid-n1-1",
-		"0123ABCD-4567-89ef-0a1b-2c3d4e5f6789",   // upper case
-		"{0123abcd-4567-89ef-0a1b-2c3d4e5f6789}", // braces
-		"0123abcd456789ef0a1b2c3d4e5f6789",       // no dashes
-		"0123abcd-4567-89ef-0a1b-2c3d4e5f678",    // short
-		"0123abcd-4567-89ef-0a1b-2c3d4e5f67890",  // long
-		"0123abcd-4567-89ef-0a1b_2c3d4e5f6789",   // not a dash
-		"0123abcd-4567-89eg-0a1b-2c3d4e5f6789",   // not hex
-		"0123abc-d4567-89ef-0a1b-2c3d4e5f6789",   // dash misplaced
-	} {
-		if b, ok := parseUUID(uid); ok {
-			t.Errorf("parseUUID(%q) = %x, want not a UUID", uid, b)
-		}
-	}
-}
-
 // The table answers for a node's uid exactly as written, UUID or not, and
 // a uid that changes form (a node replaced by one whose uid is another
 // kind) leaves nothing of the old one behind.
