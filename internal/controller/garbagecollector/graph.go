@@ -205,8 +205,11 @@ func (e *entry) trimExtra() {
 // collector does not scan). At 20,000 nodes a map entry per object, a
 // second one per uid and a third per owner (nodes, byUID and dependents,
 // each keyed by a string) held 610 B per Node and lease (heap profile of
-// scripts/heap-per-node.sh); the arena and its index hold 277 B now, the
-// uid index 13.
+// scripts/heap-per-node.sh); the arena and its index held 277 B with a
+// Go map for the index of keys, the uid index 13. The index of keys is a
+// slots.Index now, as the uid index is: with the node lifecycle
+// controller's table, which changed the same way, the server's live heap
+// per node fell by 116 B more (2,401 -> 2,285).
 type graph struct {
 	mu      sync.RWMutex
 	entries *slots.Table[entry, slotID]

@@ -22,7 +22,8 @@ import (
 // In heap-per-node.sh's profile at 20,000 nodes the table (96-byte records
 // and the index) took 134 bytes per node, the view objects 239 and the
 // view cache's map 43, besides the name and uid strings they kept (72
-// bytes); the table of 160-byte records and its index takes 195.
+// bytes); the table of 160-byte records and its index took 195 with a Go
+// map for the index, which is now a slots.Index (see package slots).
 type nodeState struct {
 	// view is the node as the last pass listed it, valid when known;
 	// view.name is the table's key (set when the slot is made).
