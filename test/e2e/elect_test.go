@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 )
 
 // The elect end-to-end test: five `leasehold elect` processes compete for one
@@ -406,11 +407,15 @@ func (h *electHarness) checkReleased(lastToken int64) {
 	if err != nil {
 		t.Fatalf("get lease: %v", err)
 	}
+	// The values, not the pointers: when this fails under load, who holds
+	// the lease and since when tells a late acquire by a stopping candidate
+	// from a release that never came.
 	if h := lease.Spec.HolderIdentity; h == nil || *h != "" {
-		t.Errorf("lease not released: holder %v", h)
+		t.Errorf("lease not released: holder %q (nil: %v), acquired %v, renewed %v",
+			ptr.Deref(h, ""), h == nil, lease.Spec.AcquireTime, lease.Spec.RenewTime)
 	}
 	if tr := lease.Spec.LeaseTransitions; tr == nil || int64(*tr) != lastToken {
-		t.Errorf("leaseTransitions %v, want the last token %d", tr, lastToken)
+		t.Errorf("leaseTransitions %d (nil: %v), want the last token %d", ptr.Deref(tr, 0), tr == nil, lastToken)
 	}
 	_ = c.CoordinationV1().Leases(ns).Delete(ctx, name, metav1.DeleteOptions{})
 }
