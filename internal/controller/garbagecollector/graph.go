@@ -403,9 +403,13 @@ func (g *graph) set(key string, n node) (old node, ok bool) {
 	id := g.slotOf(key)
 	e := g.at(id)
 	ok = e.present
-	sameUID := ok && e.uidIs(n.uid)
+	sameUID := false
 	if ok {
+		// nodeOf gives back n.uid itself when it is the object's uid, so
+		// comparing the strings compares pointers: the uid's bytes are
+		// read once, not again by uidIs.
 		old = g.nodeOf(e, n.uid)
+		sameUID = old.uid == n.uid
 		if !sameUID {
 			g.byUID.remove(e, id)
 		}
@@ -434,7 +438,10 @@ func (g *graph) set(key string, n node) (old node, ok bool) {
 	if e.deletingDependents {
 		g.waiting++
 	}
-	g.byUID.put(e, id)
+	if !sameUID {
+		// An unchanged uid is indexed to id already (uids name one object).
+		g.byUID.put(e, id)
+	}
 	return old, ok
 }
 
