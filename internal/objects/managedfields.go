@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	jsoniter "github.com/json-iterator/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -189,7 +188,7 @@ func (s *Store) ownsAll(raw []byte, paths []fieldpath.Path) bool {
 			key = append(key, name...)
 			key = append(key, `":`...)
 			var ok bool
-			if key, ok = appendMemberValue(key, raw, "f:"+name); !ok {
+			if key, ok = appendMemberValue(key, raw, "f:", name); !ok {
 				return false
 			}
 			key = append(key, '}')
@@ -203,26 +202,6 @@ func (s *Store) ownsAll(raw []byte, paths []fieldpath.Path) bool {
 		}
 	}
 	return true
-}
-
-// appendMemberValue appends to dst the raw value of the member called name
-// in the JSON object raw, if raw is an object that has one. It reads with
-// the iterator structured-merge-diff parses FieldsV1 with, borrowed from
-// its pool: the standard library's Decoder cost as much as the parse it
-// saves.
-func appendMemberValue(dst, raw []byte, name string) ([]byte, bool) {
-	iter := jsoniter.ConfigFastest.BorrowIterator(raw)
-	defer jsoniter.ConfigFastest.ReturnIterator(iter)
-	found := false
-	iter.ReadObjectCB(func(it *jsoniter.Iterator, field string) bool {
-		if field == name && !found {
-			dst, found = it.SkipAndAppendBytes(dst), true
-		} else {
-			it.Skip()
-		}
-		return true
-	})
-	return dst, iter.Error == nil && found
 }
 
 // plainJSONName says whether name is written in JSON as it is, between
