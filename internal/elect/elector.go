@@ -185,6 +185,18 @@ func (e *Elector) Run(ctx context.Context) (int, error) {
 	// first successful write ends the acquire loop with success).
 	if _, acquired := lock.acquisitionRecord(); acquired {
 		<-leadDone
+	} else {
+		// A signal may have cut off an acquiring write the server applied
+		// (unsure.go): the lease must not stay held by an elector leaving.
+		rctx, cancel := context.WithTimeout(logCtx, releaseTimeout)
+		released, err := lock.releaseUnsure(rctx)
+		cancel()
+		switch {
+		case err != nil:
+			log.Warn("could not check or release the lease after an unanswered acquiring write", "err", err)
+		case released:
+			log.Info("released the lease an unanswered acquiring write had taken")
+		}
 	}
 	// Leadership can end without the release hook having run (the server
 	// was unreachable for the release): the command must still stop.

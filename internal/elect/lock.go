@@ -47,6 +47,9 @@ type trackingLock struct {
 	lastGet  *rl.LeaderElectionRecord // record returned by the latest Get
 	acquired bool                     // first successful write seen
 	acq      acquisition
+	// unsure is the latest acquiring write whose answer a cancelled
+	// context cut off: the server may have applied it (see releaseUnsure).
+	unsure   *rl.LeaderElectionRecord
 	recorded int // events handed to the recorder
 }
 
@@ -105,6 +108,7 @@ func (l *trackingLock) Create(ctx context.Context, ler rl.LeaderElectionRecord) 
 		return err
 	}
 	if err := l.inner.Create(ctx, ler); err != nil {
+		l.noteUnsure(ctx, ler)
 		return err
 	}
 	l.noteWrite(ler, true)
@@ -143,6 +147,7 @@ func (l *trackingLock) Update(ctx context.Context, ler rl.LeaderElectionRecord) 
 		return err
 	}
 	if err := l.inner.Update(ctx, ler); err != nil {
+		l.noteUnsure(ctx, ler)
 		return err
 	}
 	l.noteWrite(ler, false)
