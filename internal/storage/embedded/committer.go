@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -176,6 +178,16 @@ type committer struct {
 	// record is the buffer log records are encoded into. A fresh one per
 	// write was 5% of a renewing server's allocations.
 	record []byte
+	// currents, vkey and state are stageCurrents' scratch.
+	currents []stagedCurrent
+	vkey     []byte
+	state    [16]byte
+}
+
+// stagedCurrent is a key the batch wrote and its state after the batch.
+type stagedCurrent struct {
+	key string
+	pendingEntry
 }
 
 func newCommitter(s *Store) *committer {
@@ -192,6 +204,45 @@ func (c *committer) current(key string) (pendingEntry, error) {
 		return pendingEntry{}, nil
 	}
 	return pendingEntry{exists: true, indexEntry: e}, nil
+}
+
+// stageCurrents adds to b the current state of every key the batch wrote
+// (its final state, when the batch wrote a key more than once), in key
+// order, after the log records and the meta revision.
+//
+// Pebble inserts a batch's keys into its memtable skiplist one after the
+// other, starting each search from where the previous insert left off when
+// that still brackets the key. Written write by write, a batch alternated
+// between the log's end ('l' + revision) and a lease's current state ('v' +
+// key) far away, so every insert searched the skiplist from the top. In
+// ascending order the log records append where the previous one ended, and
+// the current states search from the level where their neighbour's splice
+// still holds. The memtable insert's share of serve's CPU profile under
+// bench max (typed client, 1,000 leases, PIN=1, two alternating rounds of
+// 20 s on a loaded machine) went from 7.2% and 5.4% (the skiplist search
+// the second-largest function) to 5.0% and 4.2%; what remains is the
+// current states' search among their earlier versions.
+func (c *committer) stageCurrents(b *pebble.Batch) error {
+	c.currents = c.currents[:0]
+	for key, p := range c.pending {
+		c.currents = append(c.currents, stagedCurrent{key: key, pendingEntry: p})
+	}
+	slices.SortFunc(c.currents, func(x, y stagedCurrent) int { return strings.Compare(x.key, y.key) })
+	defer clear(c.currents) // the keys and values are the requests'
+	for _, sc := range c.currents {
+		c.vkey = append(append(c.vkey[:0], nsValue), sc.key...)
+		var err error
+		if sc.exists {
+			putCurrent(&c.state, sc.modRev, sc.createRev)
+			err = b.Set(c.vkey, c.state[:], nil) // Set copies key and value
+		} else {
+			err = b.Delete(c.vkey, nil)
+		}
+		if err != nil {
+			return fmt.Errorf("stage the current state of %s: %w", sc.key, err)
+		}
+	}
+	return nil
 }
 
 // maxKeptRecord bounds the record buffer the committer keeps between writes.
@@ -232,6 +283,9 @@ func (c *committer) commit(reqs []*writeReq) {
 	}
 	if len(c.events) > 0 {
 		err := b.Set(metaRevision, encodeInt64(rev), nil)
+		if err == nil {
+			err = c.stageCurrents(b)
+		}
 		if err == nil {
 			err = s.space.allow(len(b.Repr()))
 		}
@@ -384,18 +438,12 @@ func (c *committer) apply(b *pebble.Batch, req *writeReq, rev int64) writeResult
 		rec.prevModRev, rec.prevValue = cur.modRev, cur.value
 	}
 
-	var werr error
-	if next.exists {
-		werr = b.Set(valueKey(req.key), encodeCurrent(rev, next.createRev), nil)
-	} else {
-		werr = b.Delete(valueKey(req.key), nil)
-	}
-	if werr == nil {
-		c.record = rec.appendTo(c.record[:0])
-		werr = b.Set(logKey(rev), c.record, nil)
-		if cap(c.record) > maxKeptRecord {
-			c.record = nil // one huge object need not stay allocated
-		}
+	// The key's current state goes into the batch once it is complete
+	// (stageCurrents), not here.
+	c.record = rec.appendTo(c.record[:0])
+	werr := b.Set(logKey(rev), c.record, nil)
+	if cap(c.record) > maxKeptRecord {
+		c.record = nil // one huge object need not stay allocated
 	}
 	if werr != nil {
 		c.broken = fmt.Errorf("stage write of %s: %w", req.key, werr)

@@ -98,10 +98,15 @@ func decodeInt64(b []byte) (int64, error) {
 }
 
 func encodeCurrent(modRev, createRev int64) []byte {
-	b := make([]byte, 16)
-	binary.BigEndian.PutUint64(b, uint64(modRev))
+	var b [16]byte
+	putCurrent(&b, modRev, createRev)
+	return b[:]
+}
+
+// putCurrent encodes a current state into b.
+func putCurrent(b *[16]byte, modRev, createRev int64) {
+	binary.BigEndian.PutUint64(b[:8], uint64(modRev))
 	binary.BigEndian.PutUint64(b[8:], uint64(createRev))
-	return b
 }
 
 // current is a key's decoded current state.
