@@ -93,20 +93,15 @@ func scanMember(raw []byte, prefix, name string) (value []byte, found, decided b
 			string(key[:len(prefix)]) == prefix && string(key[len(prefix):]) == name {
 			value, found = raw[start:stop], true
 		}
-		i = skipSpace(raw, stop)
-		if i >= len(raw) {
+		var closed bool
+		if i, closed, ok = afterItem(raw, stop, '}'); !ok {
 			return nil, false, false
 		}
-		switch raw[i] {
-		case ',':
-			i = skipSpace(raw, i+1)
-		case '}':
-			if skipSpace(raw, i+1) != len(raw) {
+		if closed {
+			if skipSpace(raw, i) != len(raw) {
 				return nil, false, false
 			}
 			return value, found, true
-		default:
-			return nil, false, false
 		}
 	}
 	return nil, false, false
@@ -161,16 +156,9 @@ func skipObject(raw []byte, i, depth int) (int, bool) {
 		if i, ok = skipValue(raw, skipSpace(raw, i+1), depth); !ok {
 			return i, false
 		}
-		if i = skipSpace(raw, i); i >= len(raw) {
-			return i, false
-		}
-		switch raw[i] {
-		case ',':
-			i = skipSpace(raw, i+1)
-		case '}':
-			return i + 1, true
-		default:
-			return i, false
+		var closed bool
+		if i, closed, ok = afterItem(raw, i, '}'); !ok || closed {
+			return i, ok
 		}
 	}
 }
@@ -186,18 +174,27 @@ func skipArray(raw []byte, i, depth int) (int, bool) {
 		if i, ok = skipValue(raw, i, depth); !ok {
 			return i, false
 		}
-		if i = skipSpace(raw, i); i >= len(raw) {
-			return i, false
-		}
-		switch raw[i] {
-		case ',':
-			i = skipSpace(raw, i+1)
-		case ']':
-			return i + 1, true
-		default:
-			return i, false
+		var closed bool
+		if i, closed, ok = afterItem(raw, i, ']'); !ok || closed {
+			return i, ok
 		}
 	}
+}
+
+// afterItem reads what follows an object's member or an array's element
+// ending at raw[i]: a comma, and the next item starts at next, or the
+// closing bracket, and the container ends just before next (closed).
+func afterItem(raw []byte, i int, closing byte) (next int, closed, ok bool) {
+	if i = skipSpace(raw, i); i >= len(raw) {
+		return i, false, false
+	}
+	switch raw[i] {
+	case ',':
+		return skipSpace(raw, i+1), false, true
+	case closing:
+		return i + 1, true, true
+	}
+	return i, false, false
 }
 
 // skipString returns the index just past the string starting at raw[i]:
