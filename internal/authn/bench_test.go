@@ -7,7 +7,8 @@ import (
 
 // BenchmarkCertAuthenticator compares what a request pays to identify a
 // node by its client certificate without the verification cache (a full
-// chain verification) and with it (a hash of the certificate and a lookup),
+// chain verification), with it (a hash of the certificate and a lookup),
+// with its connection's memo (a context lookup and a time check),
 // and through the whole server chain (group adder and anonymous fallback
 // included).
 func BenchmarkCertAuthenticator(b *testing.B) {
@@ -26,6 +27,17 @@ func BenchmarkCertAuthenticator(b *testing.B) {
 	b.Run("cached", func(b *testing.B) {
 		a := NewCertAuthenticator(ca.pool(), 0)
 		r := certRequest(cert)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok, err := a.AuthenticateRequest(r); !ok {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("memo", func(b *testing.B) {
+		a := NewCertAuthenticator(ca.pool(), 0)
+		r := certRequest(cert)
+		r = r.WithContext(WithConnectionMemo(r.Context(), nil))
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, ok, err := a.AuthenticateRequest(r); !ok {

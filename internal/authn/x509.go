@@ -52,12 +52,21 @@ func (a *CertAuthenticator) AuthenticateRequest(r *http.Request) (request.User, 
 		return request.User{}, false, nil
 	}
 	peers := r.TLS.PeerCertificates
-	key := ChainKey(peers)
-	if res, ok := a.cache.get(key); ok {
-		return res.user, res.ok, res.err
+	memo := memoOf(r.Context())
+	if memo != nil {
+		if res, ok := memo.lookup(a, peers); ok {
+			return res.user, res.ok, res.err
+		}
 	}
-	res := a.verify(peers)
-	a.cache.add(key, res)
+	key := ChainKey(peers)
+	res, ok := a.cache.get(key)
+	if !ok {
+		res = a.verify(peers)
+		a.cache.add(key, res)
+	}
+	if memo != nil {
+		memo.remember(a, peers, res)
+	}
 	return res.user, res.ok, res.err
 }
 

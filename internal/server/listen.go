@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/leasehold/leasehold/internal/authn"
 	"github.com/leasehold/leasehold/internal/connguard"
 	"github.com/leasehold/leasehold/internal/pki"
 )
@@ -44,6 +45,9 @@ func listen(cfg Config, reg prometheus.Registerer, handler http.Handler, tlsConf
 		_ = ln.Close()
 		return nil, err
 	}
+	// Each connection's requests share the verdict on its client
+	// certificate (authn/connmemo.go).
+	srv.ConnContext = authn.WithConnectionMemo
 	s := &serving{srv: srv, done: make(chan error, 1)}
 	go func() { s.done <- srv.ServeTLS(guard.Listener(ln), "", "") }()
 	ready.set(true)
