@@ -108,7 +108,9 @@
 //     fleet's leases, whose documents all differ by their Node's uid, share
 //     one cached set (the whole-document cache missed on every renewal and
 //     held about 98 MB at 100,000 nodes); its lookup keys come from a pool
-//     (a third of ownsAll's garbage). Renewals within one second share one
+//     (a third of ownsAll's garbage), and the member is found by scanning
+//     the document's bytes in place (objects/jsonmember.go: 1.4 -> 0.6 µs,
+//     7 -> 0 allocations). Renewals within one second share one
 //     timestamp (secondStamps): one allocation a second instead of one a
 //     renewal, and a handful of stamps for 100,000 cached leases.
 //     TestRenewalManagedFieldsMatchesFieldManager checks the equivalence.
