@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -94,5 +95,69 @@ func TestOldCurrentStatesStillRead(t *testing.T) {
 	}
 	if kv, err := s.Get(ctx, "/k/a"); err != nil || string(kv.Value) != "a2" || kv.ModRevision != rev2 {
 		t.Fatalf("Get after the next write = %q at %d, %v; want a2 at %d", kv.Value, kv.ModRevision, err, rev2)
+	}
+}
+
+// Pebble writes the store's tables one namespace each, and the log's
+// either at or below the compacted revision, where sweeps delete, or above
+// it, where new records go (see tableSpans).
+func TestTablesKeepToOneSpan(t *testing.T) {
+	ctx := testCtx(t)
+	s := openTest(t, Options{})
+	const keys = 40
+	revs := make([]int64, keys)
+	write := func() {
+		for k := range keys {
+			key := fmt.Sprintf("/k/%02d", k)
+			var err error
+			if revs[k] == 0 {
+				revs[k], err = s.Create(ctx, key, []byte("v"))
+			} else {
+				revs[k], err = s.Update(ctx, key, revs[k], []byte("v"))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for range 32 {
+		write()
+	}
+	head, _ := s.CurrentRevision(ctx)
+	compacted := head - keys/2
+	if err := s.Compact(ctx, compacted); err != nil {
+		t.Fatal(err)
+	}
+	write()
+	if err := s.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	levels, err := s.db.SSTables()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logTables int
+	for _, tables := range levels {
+		for _, table := range tables {
+			lo, hi := table.Smallest.UserKey, table.Largest.UserKey
+			if lo[0] != hi[0] {
+				t.Errorf("table %s spans namespaces: %q to %q", table.FileNum, lo, hi)
+				continue
+			}
+			if lo[0] != nsLog {
+				continue
+			}
+			logTables++
+			// A range deletion's end is exclusive: the table may end at the
+			// first revision above compacted.
+			first, _ := decodeLogKey(lo)
+			last, _ := decodeLogKey(hi)
+			if first <= compacted && last > compacted+1 {
+				t.Errorf("log table %s holds revisions %d to %d, across the compacted revision %d", table.FileNum, first, last, compacted)
+			}
+		}
+	}
+	if logTables < 2 {
+		t.Errorf("%d log tables, want one of deletions and one of new records at least", logTables)
 	}
 }

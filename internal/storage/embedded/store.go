@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -172,7 +173,7 @@ func (s *Store) openPebble(readOnly bool) (*pebble.DB, error) {
 	pebbleLog := s.opts.Logger.With("engine", "pebble")
 	var db *pebble.DB
 	err := recoverFatal(func() (err error) {
-		db, err = pebble.Open(s.dir, &pebble.Options{
+		o := &pebble.Options{
 			FS:                 privateFS{FS: s.opts.fs},
 			ReadOnly:           readOnly,
 			Logger:             pebbleLogger{log: pebbleLog},
@@ -183,10 +184,48 @@ func (s *Store) openPebble(readOnly bool) (*pebble.DB, error) {
 			// a flush falling behind for a moment (the CPU busy serving) then
 			// delays nothing, instead of holding every writer.
 			MemTableStopWritesThreshold: 4,
-		})
+		}
+		o.Experimental.SpanPolicyFunc = s.tableSpans
+		db, err = pebble.Open(s.dir, o)
 		return err
 	})
 	return db, err
+}
+
+// tableSpans is pebble's SpanPolicyFunc: a flush or compaction ends the
+// sstable it writes at the end key returned for the table's first key.
+// The store's tables therefore never mix namespaces, and log tables never
+// straddle the compacted revision:
+//
+//   - The current states change with every write and every flush carries a
+//     good part of them, so their tables overlap the ones below. Log
+//     records sharing tables with them were rewritten at every level.
+//     Alone, new records overlap nothing below (revisions only grow), and
+//     pebble moves their tables down without rewriting them (out of L0 it
+//     still compacts several together).
+//   - A sweep deletes records at or below the compacted revision while the
+//     records written meanwhile are above it: a table holding both would
+//     span all the history in between.
+//
+// The cut at the compacted revision only places table boundaries: one
+// placed at an outdated revision costs nothing but a smaller table.
+//
+// BenchmarkRenewals100k (taskset -c 1, go test -bench Renewals100k, three
+// runs alternating with the code before, on a shared machine): pebble's
+// compactions wrote 287 B per renewal instead of 606 (write amplification
+// 2.34 -> 1.84); cpu-µs/write 16.2, 20.6, 16.2 -> 15.8, 15.7, 18.3.
+func (s *Store) tableSpans(start []byte) (pebble.SpanPolicy, []byte, error) {
+	if len(start) == len(logKey(0)) && start[0] == nsLog {
+		if c := s.compacted.Load(); int64(binary.BigEndian.Uint64(start[1:])) <= c {
+			return pebble.SpanPolicy{}, logKey(c + 1), nil
+		}
+	}
+	for _, ns := range []byte{nsLog, nsMeta, nsValue} {
+		if len(start) == 0 || start[0] < ns {
+			return pebble.SpanPolicy{}, []byte{ns}, nil
+		}
+	}
+	return pebble.SpanPolicy{}, nil, nil
 }
 
 // load reads the meta keys and the compactor's samples, and rebuilds the
