@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"time"
 
@@ -71,6 +72,17 @@ func (s *Store) Compact(ctx context.Context, revision int64) error {
 // compaction after a long busy period does not build one huge batch.
 const sweepBatch = 4096
 
+// sweepChunk is how many revisions to delete a sweep gathers before it
+// sorts them into runs (see sweepRecords): 512 KiB of revisions. A run cut
+// by the end of a chunk is deleted in two parts.
+const sweepChunk = 64 << 10
+
+// minRangeRun is the shortest run of consecutive revisions a sweep deletes
+// with one range deletion rather than record by record: the scattered
+// records of keys written now and then stay point deletions, since every
+// read of the log consults the range deletions over it.
+const minRangeRun = 16
+
 // sweep deletes the log records that writes in (s.swept, revision] made
 // unneeded (see Compact) and records revision as swept. The caller holds
 // compactMu and has already recorded revision as compacted.
@@ -99,20 +111,60 @@ func (s *Store) sweep(ctx context.Context, revision int64) (int, error) {
 }
 
 // sweepRecords deletes, for every log record it iterates, the record it
-// replaced and, for a delete, the record itself, in batches of sweepBatch
-// deletions. It returns how many deletions it committed. The batches are
+// replaced and, for a delete, the record itself. It returns how many
+// records it deleted.
+//
+// The revisions to delete are gathered sweepChunk at a time and deleted
+// run by run (revisionRuns): a run of at least minRangeRun consecutive
+// revisions, all to be deleted, goes as one range deletion, a shorter one
+// record by record. Renewals make long runs: a key renewed since the last
+// sweep replaced its previous renewal, and those follow each other in the
+// log as the renewals do. Pebble drops the tables a range deletion covers
+// whole without reading them (delete-only compactions), where it merged
+// every point deletion with its record. With tableSpans, which keeps the
+// deletions in tables of their own, BenchmarkRenewals100k (taskset -c 1,
+// default benchtime, three runs alternating with point deletions, shared
+// machine): pebble's compactions wrote 224 B per renewal instead of 287
+// (write amplification 1.84 -> 1.73), cpu-µs/write 15.8, 15.7, 18.3 ->
+// 14.4, 15.2, 13.1. Without tableSpans, range deletions changed neither
+// (594 B per renewal). The covered records' space comes back later, when
+// the table holding them is dropped or compacted: the store's disk grew
+// 173 -> 218 MB in that benchmark.
+//
+// The deletions are committed in batches of up to sweepBatch tombstones,
 // synced, as every write the store makes (writeSynced), so that a failing
-// WAL is reported to a write that can recover from it; one fsync per 4096
-// deletions costs a sweep little.
+// WAL is reported to a write that can recover from it; one fsync per
+// batch costs a sweep little.
 func (s *Store) sweepRecords(ctx context.Context, it *pebble.Iterator) (deleted int, err error) {
 	b := s.db.NewBatch()
 	defer func() { err = errors.Join(err, b.Close()) }()
+	staged := 0 // records b deletes
 	commit := func() error {
 		if err := s.writeSynced(b); err != nil {
 			return err
 		}
-		deleted += int(b.Count())
+		deleted += staged
+		staged = 0
 		b.Reset()
+		return nil
+	}
+	revs := make([]int64, 0, sweepChunk)
+	deleteRevs := func() error {
+		for first, last := range revisionRuns(revs) {
+			if err := stageRun(b, first, last); err != nil {
+				return err
+			}
+			staged += int(last - first + 1)
+			if b.Count() >= sweepBatch {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				if err := commit(); err != nil {
+					return err
+				}
+			}
+		}
+		revs = revs[:0]
 		return nil
 	}
 	for ok := it.First(); ok; ok = it.Next() {
@@ -125,28 +177,60 @@ func (s *Store) sweepRecords(ctx context.Context, it *pebble.Iterator) (deleted 
 			return deleted, fmt.Errorf("log revision %d: %w", rev, err)
 		}
 		if prev != 0 {
-			if err := b.Delete(logKey(prev), nil); err != nil {
-				return deleted, err
-			}
+			revs = append(revs, prev)
 		}
 		if typ == storage.EventDelete {
-			if err := b.Delete(logKey(rev), nil); err != nil {
+			revs = append(revs, rev)
+		}
+		if len(revs) >= sweepChunk-1 {
+			if err := deleteRevs(); err != nil {
 				return deleted, err
 			}
 		}
-		if b.Count() >= sweepBatch {
-			if err := ctx.Err(); err != nil {
-				return deleted, err
-			}
-			if err := commit(); err != nil {
-				return deleted, err
-			}
-		}
+	}
+	if err := deleteRevs(); err != nil {
+		return deleted, err
 	}
 	if b.Empty() {
 		return deleted, nil
 	}
 	return deleted, commit()
+}
+
+// stageRun stages into b the deletion of the log records first..last.
+func stageRun(b *pebble.Batch, first, last int64) error {
+	if last-first+1 >= minRangeRun {
+		// Log keys are exactly the 9 bytes of logKey: the range holds no
+		// key but the records first..last.
+		if err := b.DeleteRange(logKey(first), logKey(last+1), nil); err != nil {
+			return fmt.Errorf("delete log revisions %d-%d: %w", first, last, err)
+		}
+		return nil
+	}
+	for rev := first; rev <= last; rev++ {
+		if err := b.Delete(logKey(rev), nil); err != nil {
+			return fmt.Errorf("delete log revision %d: %w", rev, err)
+		}
+	}
+	return nil
+}
+
+// revisionRuns sorts revs and yields its runs of consecutive revisions, as
+// (first, last), in order. A revision listed twice is yielded once.
+func revisionRuns(revs []int64) iter.Seq2[int64, int64] {
+	slices.Sort(revs)
+	return func(yield func(first, last int64) bool) {
+		for i := 0; i < len(revs); {
+			j := i + 1
+			for j < len(revs) && revs[j] <= revs[j-1]+1 {
+				j++
+			}
+			if !yield(revs[i], revs[j-1]) {
+				return
+			}
+			i = j
+		}
+	}
 }
 
 // setSynced writes one key as a synced batch (writeSynced).

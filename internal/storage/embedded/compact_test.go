@@ -224,3 +224,86 @@ func TestOpenRestoresRecordsAnOldCompactionDeleted(t *testing.T) {
 		t.Fatalf("replayed old-format event %+v, want revision %d with previous value b2", ev, b2+1)
 	}
 }
+
+func TestRevisionRuns(t *testing.T) {
+	for _, tc := range []struct {
+		revs []int64
+		want [][2]int64
+	}{
+		{nil, nil},
+		{[]int64{7}, [][2]int64{{7, 7}}},
+		{[]int64{5, 3, 4, 9, 1}, [][2]int64{{1, 1}, {3, 5}, {9, 9}}},
+		{[]int64{2, 2, 3, 3, 6}, [][2]int64{{2, 3}, {6, 6}}},
+		{[]int64{10, 11, 12, 14, 15, 13}, [][2]int64{{10, 15}}},
+	} {
+		var got [][2]int64
+		for first, last := range revisionRuns(slices.Clone(tc.revs)) {
+			got = append(got, [2]int64{first, last})
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("runs of %v: %v, want %v", tc.revs, got, tc.want)
+		}
+	}
+}
+
+// Renewals make long runs of records to delete, which a sweep deletes as
+// range deletions: the runs must end exactly at the records it keeps (a
+// key written once in between, the newest renewal of each key), and a
+// delete's own record goes with the run it falls in.
+func TestCompactionDeletesRunsOfRenewals(t *testing.T) {
+	ctx := testCtx(t)
+	s := openTest(t, Options{})
+	const keys, rounds = 4, 3 * minRangeRun
+	revs := make([]int64, keys)
+	for round := range rounds {
+		for k := range keys {
+			key := fmt.Sprintf("/k/%d", k)
+			var err error
+			if round == 0 {
+				revs[k], err = s.Create(ctx, key, []byte("v0"))
+			} else {
+				revs[k], err = s.Update(ctx, key, revs[k], fmt.Appendf(nil, "v%d", round))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		switch round {
+		case minRangeRun:
+			// Written once: its record stays in the middle of a run.
+			if _, err := s.Create(ctx, "/k/once", []byte("once")); err != nil {
+				t.Fatal(err)
+			}
+		case 2 * minRangeRun:
+			// Created and deleted: both records go.
+			rev, err := s.Create(ctx, "/k/gone", []byte("gone"))
+			if err == nil {
+				_, _, err = s.Delete(ctx, "/k/gone", rev)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	head, _ := s.CurrentRevision(ctx)
+	before, err := s.List(ctx, "/k/", storage.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Compact(ctx, head); err != nil {
+		t.Fatal(err)
+	}
+	got, want := logRevisions(t, s, 0, head), liveModRevisions(t, s, "/k/")
+	if !slices.Equal(got, want) {
+		t.Fatalf("log records at or below %d are %v, want the live keys' revisions %v", head, got, want)
+	}
+	after, err := s.List(ctx, "/k/", storage.ListOptions{Revision: head})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.EqualFunc(before.KVs, after.KVs, func(a, b storage.KeyValue) bool {
+		return a.Key == b.Key && string(a.Value) == string(b.Value) && a.ModRevision == b.ModRevision
+	}) {
+		t.Fatalf("list at the compacted revision %d: %+v, want %+v", head, after.KVs, before.KVs)
+	}
+}
