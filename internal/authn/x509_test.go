@@ -1,6 +1,7 @@
 package authn
 
 import (
+	"context"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"net/http"
@@ -113,33 +114,45 @@ func TestCertAuthenticatorUID(t *testing.T) {
 	}
 }
 
-// The cache honours expiry: a certificate accepted (and cached) while valid
-// is refused from the moment it expires, and a refusal of a certificate that
-// is not yet valid is forgotten after NegativeVerifyTTL.
+// The cache and a connection's memo honour expiry: a certificate accepted
+// (and remembered) while valid is refused from the moment it expires, and
+// a refusal of a certificate that is not yet valid is forgotten after
+// NegativeVerifyTTL.
 func TestCertCacheHonoursExpiry(t *testing.T) {
-	ca := newTestCA(t, "ca")
-	clock := &fakeClock{now: time.Now()}
-	a := newCertAuthenticator(ca.pool(), 16, clock.Now)
+	for _, conn := range []struct {
+		name string
+		ctx  context.Context
+	}{
+		{"cache", context.Background()},
+		{"connection memo", WithConnectionMemo(context.Background(), nil)},
+	} {
+		t.Run(conn.name, func(t *testing.T) {
+			ca := newTestCA(t, "ca")
+			clock := &fakeClock{now: time.Now()}
+			a := newCertAuthenticator(ca.pool(), 16, clock.Now)
+			request := func(c *x509.Certificate) *http.Request { return certRequest(c).WithContext(conn.ctx) }
 
-	cert := ca.issue(t, clientTemplate("dave"))
-	if _, ok, err := a.AuthenticateRequest(certRequest(cert)); !ok || err != nil {
-		t.Fatalf("valid certificate: ok=%v err=%v", ok, err)
-	}
-	clock.Set(cert.NotAfter.Add(time.Second))
-	if _, ok, err := a.AuthenticateRequest(certRequest(cert)); ok || err == nil || !strings.Contains(err.Error(), "expired") {
-		t.Fatalf("certificate after its expiry: ok=%v err=%v", ok, err)
-	}
+			cert := ca.issue(t, clientTemplate("dave"))
+			if _, ok, err := a.AuthenticateRequest(request(cert)); !ok || err != nil {
+				t.Fatalf("valid certificate: ok=%v err=%v", ok, err)
+			}
+			clock.Set(cert.NotAfter.Add(time.Second))
+			if _, ok, err := a.AuthenticateRequest(request(cert)); ok || err == nil || !strings.Contains(err.Error(), "expired") {
+				t.Fatalf("certificate after its expiry: ok=%v err=%v", ok, err)
+			}
 
-	clock.Set(time.Now())
-	early := clientTemplate("erin")
-	early.NotBefore = clock.Now().Add(5 * time.Second)
-	future := ca.issue(t, early)
-	if _, ok, err := a.AuthenticateRequest(certRequest(future)); ok || err == nil {
-		t.Fatalf("certificate before its NotBefore: ok=%v err=%v", ok, err)
-	}
-	clock.Set(clock.Now().Add(NegativeVerifyTTL + time.Second))
-	if u, ok, err := a.AuthenticateRequest(certRequest(future)); !ok || err != nil || u.Name != "erin" {
-		t.Fatalf("certificate once valid: %+v ok=%v err=%v", u, ok, err)
+			clock.Set(time.Now())
+			early := clientTemplate("erin")
+			early.NotBefore = clock.Now().Add(5 * time.Second)
+			future := ca.issue(t, early)
+			if _, ok, err := a.AuthenticateRequest(request(future)); ok || err == nil {
+				t.Fatalf("certificate before its NotBefore: ok=%v err=%v", ok, err)
+			}
+			clock.Set(clock.Now().Add(NegativeVerifyTTL + time.Second))
+			if u, ok, err := a.AuthenticateRequest(request(future)); !ok || err != nil || u.Name != "erin" {
+				t.Fatalf("certificate once valid: %+v ok=%v err=%v", u, ok, err)
+			}
+		})
 	}
 }
 
