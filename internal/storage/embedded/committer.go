@@ -230,7 +230,7 @@ func (c *committer) stageCurrents(b *pebble.Batch) error {
 	slices.SortFunc(c.currents, func(x, y stagedCurrent) int { return strings.Compare(x.key, y.key) })
 	defer clear(c.currents) // the keys and values are the requests'
 	for _, sc := range c.currents {
-		c.vkey = append(append(c.vkey[:0], nsValue), sc.key...)
+		c.vkey = appendValueKey(c.vkey[:0], sc.key)
 		var err error
 		if sc.exists {
 			putCurrent(&c.state, sc.modRev, sc.createRev)

@@ -200,7 +200,7 @@ func (s *Store) sweepRecords(ctx context.Context, it *pebble.Iterator) (deleted 
 // stageRun stages into b the deletion of the log records first..last.
 func stageRun(b *pebble.Batch, first, last int64) error {
 	if last-first+1 >= minRangeRun {
-		// Log keys are exactly the 9 bytes of logKey: the range holds no
+		// Log keys are exactly logKeyLen bytes long: the range holds no
 		// key but the records first..last.
 		if err := b.DeleteRange(logKey(first), logKey(last+1), nil); err != nil {
 			return fmt.Errorf("delete log revisions %d-%d: %w", first, last, err)

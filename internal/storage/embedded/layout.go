@@ -50,9 +50,12 @@ var (
 var errCorrupt = errors.New("corrupt record")
 
 func valueKey(key string) []byte {
-	b := make([]byte, 0, 1+len(key))
-	b = append(b, nsValue)
-	return append(b, key...)
+	return appendValueKey(make([]byte, 0, 1+len(key)), key)
+}
+
+// appendValueKey appends key's current-state key to dst.
+func appendValueKey(dst []byte, key string) []byte {
+	return append(append(dst, nsValue), key...)
 }
 
 // valueRange returns the pebble bounds [lower, upper) of the value keys
@@ -70,15 +73,19 @@ func valueRange(prefix string) (lower, upper []byte) {
 	return lower, nil
 }
 
+// logKeyLen is the length of every log key: the namespace byte and the
+// revision's 8.
+const logKeyLen = 9
+
 func logKey(rev int64) []byte {
-	var b [9]byte
+	var b [logKeyLen]byte
 	b[0] = nsLog
 	binary.BigEndian.PutUint64(b[1:], uint64(rev))
 	return b[:]
 }
 
 func decodeLogKey(k []byte) (int64, error) {
-	if len(k) != 9 || k[0] != nsLog {
+	if len(k) != logKeyLen || k[0] != nsLog {
 		return 0, fmt.Errorf("log key %x: %w", k, errCorrupt)
 	}
 	return int64(binary.BigEndian.Uint64(k[1:])), nil
