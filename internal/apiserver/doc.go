@@ -119,6 +119,13 @@
 //     were about a twentieth of a renewal's allocations), and the immutable
 //     fields are compared by hand, not by reflective semantic equality
 //     (about 7% of a renewal's CPU; TestValidateMetaUpdateMatchesApimachinery).
+//   - Recognition (write.go renewalFromWire, objects/wirerenewal.go): a
+//     protobuf PUT whose body is byte for byte the cached lease's encoding
+//     but for spec.renewTime is not decoded at all: the request object is
+//     the cached lease's top-level struct copied, with the new renewTime,
+//     sharing the rest with the cache (1.7 instead of 3.1 µs, 344 B in 2
+//     allocations instead of 1.5 KB in 34; the intern walk leaves what is
+//     the cached lease's own alone). Anything else is decoded.
 //   - Decoding (objects/envelope.go, UnmarshalEnveloped): a protobuf body is
 //     decoded straight out of Kubernetes' envelope instead of first copying
 //     the message out of it (those copies were 7% of a 100,000-node server's

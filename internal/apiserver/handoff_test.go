@@ -3,6 +3,7 @@ package apiserver_test
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 
@@ -102,4 +103,66 @@ func TestHandedOffLeaseEncodesAsTheStoredOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("JSON renewal", answer, before)
+}
+
+// A protobuf renewal (the cached lease sent back with a new renewTime) is
+// taken from the cached lease, not decoded (objects.Store.RenewalFromWire):
+// the lease it writes shares the cached version's labels map, which a
+// decoded body never does. A JSON renewal is decoded.
+func TestProtobufRenewalIsTakenFromTheCache(t *testing.T) {
+	h := newDirectHandler(t)
+	pb := protobuf.NewSerializer(h.scheme, h.scheme)
+	const path = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
+	const key = "/registry/leases/kube-node-lease/n1"
+	createNamespace(t, h.api, "kube-node-lease")
+	l := &coordinationv1.Lease{
+		TypeMeta: metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
+		ObjectMeta: metav1.ObjectMeta{Name: "n1", Namespace: "kube-node-lease", Labels: map[string]string{"a": "b"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "n1", UID: "node-uid"}}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("n1"), LeaseDurationSeconds: ptr.To[int32](40),
+			RenewTime: ptr.To(metav1.NewMicroTime(time.Now()))},
+	}
+	answer := renewOnce(t, h.api, pb, "POST", path, l, 201)
+	labelsOf := func(rv string) (uintptr, *coordinationv1.Lease) {
+		t.Helper()
+		h.waitCached(t, rv)
+		obj, ok := h.cache.Get(key)
+		if !ok {
+			t.Fatalf("%s not cached", key)
+		}
+		c := obj.(*coordinationv1.Lease)
+		if c.ResourceVersion != rv {
+			t.Fatalf("cached resourceVersion %s, want %s", c.ResourceVersion, rv)
+		}
+		return reflect.ValueOf(c.Labels).Pointer(), c
+	}
+	before, _ := labelsOf(answer.ResourceVersion)
+
+	answer.TypeMeta = l.TypeMeta
+	answer.Spec.RenewTime = ptr.To(metav1.NewMicroTime(time.Now().Add(time.Second).Truncate(time.Microsecond)))
+	renewed := renewOnce(t, h.api, pb, "PUT", path+"/n1", answer, 200)
+	after, cached := labelsOf(renewed.ResourceVersion)
+	if after != before {
+		t.Error("a protobuf renewal was decoded: the cached lease has a new labels map")
+	}
+	if !cached.Spec.RenewTime.Equal(answer.Spec.RenewTime) || !renewed.Spec.RenewTime.Equal(answer.Spec.RenewTime) {
+		t.Errorf("renewTime cached %v, answered %v, sent %v", cached.Spec.RenewTime, renewed.Spec.RenewTime, answer.Spec.RenewTime)
+	}
+
+	renewed.Spec.RenewTime = ptr.To(metav1.NewMicroTime(time.Now().Add(2 * time.Second)))
+	body, err := json.Marshal(renewed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, resp := do(h.api, "PUT", path+"/n1", "application/json", body)
+	if code != 200 {
+		t.Fatalf("JSON renewal: %d %s", code, resp)
+	}
+	out := &coordinationv1.Lease{}
+	if _, _, err := pb.Decode(resp, nil, out); err != nil {
+		t.Fatal(err)
+	}
+	if decoded, _ := labelsOf(out.ResourceVersion); decoded == after {
+		t.Error("a JSON renewal shares the cached labels map")
+	}
 }

@@ -12,7 +12,11 @@ import (
 )
 
 func (s *Server) update(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
-	wr, err := s.readWriteRequest(r, res)
+	renewalKey := ""
+	if info.subresource == "" {
+		renewalKey = res.Key(info.namespace, info.name)
+	}
+	wr, err := s.readWriteRequest(r, res, renewalKey)
 	if err != nil {
 		return err
 	}

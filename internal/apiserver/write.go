@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/leasehold/leasehold/internal/audit"
+	"github.com/leasehold/leasehold/internal/envelope"
 	"github.com/leasehold/leasehold/internal/objects"
 	"github.com/leasehold/leasehold/internal/registry"
 )
@@ -27,8 +28,11 @@ type writeRequest struct {
 }
 
 // readWriteRequest negotiates the response, parses the write options and
-// decodes the body of a POST or PUT.
-func (s *Server) readWriteRequest(r *http.Request, res *registry.Resource) (writeRequest, error) {
+// decodes the body of a POST or PUT. renewalKey is the storage key of the
+// object a PUT replaces, or "": a protobuf body that renews it (changes its
+// renewal time and nothing else) is then taken from the cache instead of
+// decoded (objects.Store.RenewalFromWire).
+func (s *Server) readWriteRequest(r *http.Request, res *registry.Resource, renewalKey string) (writeRequest, error) {
 	var wr writeRequest
 	var err error
 	if wr.n, err = s.accept(r, false); err != nil {
@@ -46,7 +50,12 @@ func (s *Server) readWriteRequest(r *http.Request, res *registry.Resource) (writ
 	if err != nil {
 		return wr, err
 	}
-	wr.obj, wr.warnings, err = s.decodeObject(res, si, body, wr.opts.fieldValidation)
+	if renewalKey != "" && si.MediaType == runtime.ContentTypeProtobuf {
+		wr.obj = s.renewalFromWire(res, renewalKey, body)
+	}
+	if wr.obj == nil {
+		wr.obj, wr.warnings, err = s.decodeObject(res, si, body, wr.opts.fieldValidation)
+	}
 	s.bodies.put(buf, body)
 	if err == nil {
 		audit.RequestFrom(r.Context()).LogRequestObject(wr.obj)
@@ -245,6 +254,23 @@ func (s *Server) decodeObject(res *registry.Resource, info runtime.SerializerInf
 	}
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	return obj, warnings, nil
+}
+
+// renewalFromWire is the object a protobuf PUT of key asks for when its
+// body only renews the cached object, or nil (see
+// objects.Store.RenewalFromWire). The body must be an envelope of exactly
+// res's kind, as decodeObject's own fast path requires.
+func (s *Server) renewalFromWire(res *registry.Resource, key string, body []byte) runtime.Object {
+	gvk := res.GroupVersionKind()
+	raw, ok := envelope.Raw(body, gvk)
+	if !ok {
+		return nil
+	}
+	obj := s.objects.RenewalFromWire(res, key, raw)
+	if obj != nil {
+		obj.GetObjectKind().SetGroupVersionKind(gvk)
+	}
+	return obj
 }
 
 func decodeErrorMessage(err error) string {

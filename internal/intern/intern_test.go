@@ -545,3 +545,43 @@ func TestObjectLikeTakesEqualPointersAndSlicesFromLike(t *testing.T) {
 		t.Error("an equal renew time was not taken from like")
 	}
 }
+
+// An object that shares memory with like (a renewal recognized on the wire
+// is the cached lease with a new renewTime) leaves that memory alone: like
+// was interned by its own walk, and other goroutines read it. Here like is
+// deliberately not interned, so a walk into the shared map would replace
+// its strings with the table's; in the shared slices and pointers a walk
+// would write each string over itself, which only the race detector sees
+// (go test -race, with TestProtobufRenewalIsTakenFromTheCache in
+// internal/apiserver).
+func TestObjectLikeLeavesLikesOwnMemoryAlone(t *testing.T) {
+	tab := New()
+	start := time.Date(2026, 11, 25, 5, 0, 0, 0, time.UTC)
+	tab.Object(lease(t, "node-a", "1", start)) // the table's own copies of the strings
+	like := lease(t, "node-a", "1", start)
+	like.Labels = map[string]string{strings.Clone("kubernetes.io/hostname"): strings.Clone("node-a")}
+	like.Finalizers = []string{strings.Clone("node-a")}
+	obj := *like // a copy of the top-level struct, sharing the rest
+	obj.Spec.RenewTime = &metav1.MicroTime{Time: start.Add(10 * time.Second)}
+
+	key, val := "", ""
+	for k, v := range like.Labels {
+		key, val = k, v
+	}
+	holder, fin, ref := *like.Spec.HolderIdentity, like.Finalizers[0], like.OwnerReferences[0].Name
+	tab.ObjectLike(&obj, like)
+	for k, v := range like.Labels {
+		if !sameData(k, key) || !sameData(v, val) {
+			t.Error("ObjectLike wrote into like's labels map")
+		}
+	}
+	if !sameData(like.Finalizers[0], fin) || !sameData(like.OwnerReferences[0].Name, ref) {
+		t.Error("ObjectLike wrote into like's slices")
+	}
+	if !sameData(*like.Spec.HolderIdentity, holder) {
+		t.Error("ObjectLike wrote through like's pointer")
+	}
+	if !sameData(obj.Name, like.Name) {
+		t.Error("obj's own strings were not taken from like")
+	}
+}

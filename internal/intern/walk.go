@@ -42,6 +42,12 @@ func (t *Table) Object(obj any) {
 // its object's strings. The rest are interned as Object does; so are map
 // entries, which are not matched up. like is only read. With a like of
 // another type, or nil, ObjectLike is Object.
+//
+// obj may share memory with like: a pointer, slice or map of obj that is
+// like's own at the same place is left alone, since like's walk interned
+// what it holds, and walking it again would write into memory other
+// goroutines read (a renewal recognized on the wire is the cached lease
+// with a new renewal time, objects.Store.RenewalFromWire).
 func (t *Table) ObjectLike(obj, like any) {
 	v := reflect.ValueOf(obj)
 	if v.Kind() != reflect.Pointer || v.IsNil() {
@@ -128,6 +134,9 @@ func (t *Table) pointerLocked(typ reflect.Type) walkFunc {
 		if like != nil {
 			lq = *(*unsafe.Pointer)(like)
 		}
+		if q == lq {
+			return
+		}
 		if elem != nil {
 			elem(t, q, lq)
 		}
@@ -149,6 +158,9 @@ func (t *Table) sliceLocked(typ reflect.Type) walkFunc {
 		var l sliceHeader
 		if like != nil {
 			l = *(*sliceHeader)(like)
+		}
+		if s.data == l.data {
+			return
 		}
 		if elem != nil {
 			for i := range s.len {
@@ -235,7 +247,10 @@ func (t *Table) mapLocked(typ reflect.Type) walkFunc {
 		return nil
 	}
 	elem := t.planLocked(typ.Elem())
-	return func(t *Table, p, _ unsafe.Pointer) {
+	return func(t *Table, p, like unsafe.Pointer) {
+		if sameMap(p, like) {
+			return
+		}
 		v := reflect.NewAt(typ, p).Elem()
 		for iter := v.MapRange(); iter.Next(); {
 			val := iter.Value()
@@ -254,11 +269,20 @@ func (t *Table) mapLocked(typ reflect.Type) walkFunc {
 
 // internStringMap is mapLocked for labels and annotations, without
 // reflection.
-func internStringMap(t *Table, p, _ unsafe.Pointer) {
+func internStringMap(t *Table, p, like unsafe.Pointer) {
+	if sameMap(p, like) {
+		return
+	}
 	m := *(*map[string]string)(p)
 	for k, val := range m {
 		m[t.stringLocked(k)] = t.stringLocked(val)
 	}
+}
+
+// sameMap tells whether the maps at p and like (when not nil) are one map:
+// a map value is a pointer to the map.
+func sameMap(p, like unsafe.Pointer) bool {
+	return like != nil && *(*unsafe.Pointer)(p) == *(*unsafe.Pointer)(like)
 }
 
 // takeFromLike replaces the string at p by like's when they are equal, and

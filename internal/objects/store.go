@@ -64,6 +64,9 @@ type Store struct {
 	// stamps and ownedKeys serve the renewal shortcut (managedfields.go).
 	stamps    secondStamps
 	ownedKeys keyBuffers
+	// wireScratch holds the cached object's encoding while RenewalFromWire
+	// compares a request body with it.
+	wireScratch keyBuffers
 }
 
 // NewStore returns the object layer cfg describes.
@@ -102,7 +105,8 @@ type WriteOptions struct {
 // other writers (an update without a resourceVersion, a patch, a delete).
 const MaxRetries = 5
 
-// keyBuffers recycles the memory of ownsAll's lookup keys.
+// keyBuffers recycles scratch byte slices: ownsAll's lookup keys, and the
+// encodings RenewalFromWire compares with.
 type keyBuffers struct{ pool sync.Pool }
 
 // maxKeyBytes bounds the key memory kept for reuse, as apiserver bounds

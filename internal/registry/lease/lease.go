@@ -34,7 +34,7 @@ func Resource(now func() time.Time) *registry.Resource {
 			return ValidateSpec(&obj.(*coordinationv1.Lease).Spec, field.NewPath("spec"))
 		},
 		ChangedFields: changedFields,
-		Renewal:       &registry.Renewal{Only: renewedOnly, Set: setRenewTime},
+		Renewal:       &registry.Renewal{Only: renewedOnly, Set: setRenewTime, WirePath: renewTimeWirePath, FromWire: renewalFromWire},
 		// Renewals are most of all writes, and every field of a Lease is
 		// omitempty (see registry.Resource.HandOffUpdates).
 		HandOffUpdates: true,
