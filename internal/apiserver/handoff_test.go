@@ -1,15 +1,19 @@
 package apiserver_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"reflect"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/leasehold/leasehold/internal/intern"
@@ -164,5 +168,89 @@ func TestProtobufRenewalIsTakenFromTheCache(t *testing.T) {
 	}
 	if decoded, _ := labelsOf(out.ResourceVersion); decoded == after {
 		t.Error("a JSON renewal shares the cached labels map")
+	}
+}
+
+// Recognized renewals share memory with the cached leases that readers use
+// at the same time: renewing leases from several goroutines while another
+// reads and encodes every cached lease must neither write into what it
+// reads (go test -race sees such a write; a map written while read can
+// also crash without it) nor lose a renewal.
+func TestConcurrentRecognizedRenewalsLeaveTheCacheAlone(t *testing.T) {
+	h := newDirectHandler(t)
+	pb := protobuf.NewSerializer(h.scheme, h.scheme)
+	const path = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
+	createNamespace(t, h.api, "kube-node-lease")
+	const leases, renewals = 8, 40
+	current := make([]*coordinationv1.Lease, leases)
+	for i := range current {
+		name := "n" + strconv.Itoa(i)
+		current[i] = renewOnce(t, h.api, pb, "POST", path, &coordinationv1.Lease{
+			TypeMeta: metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-node-lease",
+				Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"c": "d"},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: name, UID: types.UID("uid-" + name)}}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(name), LeaseDurationSeconds: ptr.To[int32](40),
+				RenewTime: ptr.To(metav1.NewMicroTime(time.Now()))},
+		}, 201)
+	}
+	stop := make(chan struct{})
+	read := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				read <- nil
+				return
+			default:
+			}
+			for i := range leases {
+				if obj, ok := h.cache.Get("/registry/leases/kube-node-lease/n" + strconv.Itoa(i)); ok {
+					if _, err := json.Marshal(obj); err != nil {
+						read <- err
+						return
+					}
+				}
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for i := range current {
+		wg.Go(func() {
+			for range renewals {
+				l := current[i]
+				l.TypeMeta = metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"}
+				l.Spec.RenewTime = ptr.To(metav1.NewMicroTime(time.Now().Truncate(time.Microsecond)))
+				var body bytes.Buffer
+				if err := pb.Encode(l, &body); err != nil {
+					t.Error(err)
+					return
+				}
+				code, resp := do(h.api, "PUT", path+"/"+l.Name, "application/vnd.kubernetes.protobuf", body.Bytes())
+				out := &coordinationv1.Lease{}
+				if code != 200 {
+					t.Errorf("renewing %s: %d %s", l.Name, code, resp)
+					return
+				}
+				if _, _, err := pb.Decode(resp, nil, out); err != nil {
+					t.Error(err)
+					return
+				}
+				current[i] = out
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	if err := <-read; err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range current {
+		h.waitCached(t, l.ResourceVersion)
+		obj, _ := h.cache.Get("/registry/leases/kube-node-lease/" + l.Name)
+		c := obj.(*coordinationv1.Lease)
+		if !c.Spec.RenewTime.Equal(l.Spec.RenewTime) || c.Labels["a"] != "b" || c.Annotations["c"] != "d" || c.OwnerReferences[0].Name != l.Name {
+			t.Errorf("%s cached as %v, last answered %v", l.Name, c, l)
+		}
 	}
 }
