@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 	"reflect"
 	"strconv"
 	"sync"
@@ -93,20 +94,27 @@ func TestHandedOffLeaseEncodesAsTheStoredOne(t *testing.T) {
 	// JSON, with an empty list where protobuf would decode nil.
 	current.Spec.RenewTime = ptr.To(metav1.NewMicroTime(time.Now().Add(2 * time.Second)))
 	current.Finalizers = []string{}
-	body, err := json.Marshal(current)
-	if err != nil {
-		t.Fatal(err)
-	}
 	before = h.decodes.Load()
-	code, resp := do(h.api, "PUT", path+"/n1", "application/json", body)
-	if code != 200 {
-		t.Fatalf("JSON renewal: %d %s", code, resp)
-	}
-	answer := &coordinationv1.Lease{}
-	if _, _, err := pb.Decode(resp, nil, answer); err != nil {
-		t.Fatal(err)
-	}
+	answer := putJSON(t, h.api, pb, path+"/n1", current)
 	check("JSON renewal", answer, before)
+}
+
+// putJSON updates l with a JSON PUT to path and returns the answer.
+func putJSON(tb testing.TB, api http.Handler, pb *protobuf.Serializer, path string, l *coordinationv1.Lease) *coordinationv1.Lease {
+	tb.Helper()
+	body, err := json.Marshal(l)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	code, resp := do(api, "PUT", path, "application/json", body)
+	if code != 200 {
+		tb.Fatalf("JSON PUT %s: %d %s", path, code, resp)
+	}
+	out := &coordinationv1.Lease{}
+	if _, _, err := pb.Decode(resp, nil, out); err != nil {
+		tb.Fatal(err)
+	}
+	return out
 }
 
 // A protobuf renewal (the cached lease sent back with a new renewTime) is
@@ -154,18 +162,7 @@ func TestProtobufRenewalIsTakenFromTheCache(t *testing.T) {
 	}
 
 	renewed.Spec.RenewTime = ptr.To(metav1.NewMicroTime(time.Now().Add(2 * time.Second)))
-	body, err := json.Marshal(renewed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	code, resp := do(h.api, "PUT", path+"/n1", "application/json", body)
-	if code != 200 {
-		t.Fatalf("JSON renewal: %d %s", code, resp)
-	}
-	out := &coordinationv1.Lease{}
-	if _, _, err := pb.Decode(resp, nil, out); err != nil {
-		t.Fatal(err)
-	}
+	out := putJSON(t, h.api, pb, path+"/n1", renewed)
 	if decoded, _ := labelsOf(out.ResourceVersion); decoded == after {
 		t.Error("a JSON renewal shares the cached labels map")
 	}
