@@ -25,6 +25,9 @@ type writeRequest struct {
 	opts     writeOptions
 	obj      runtime.Object
 	warnings []string
+	// sharesWith is the cached object obj was taken from, for a renewal
+	// recognized on the wire (objects.WriteOptions.SharesWith), or nil.
+	sharesWith runtime.Object
 }
 
 // readWriteRequest negotiates the response, parses the write options and
@@ -51,7 +54,7 @@ func (s *Server) readWriteRequest(r *http.Request, res *registry.Resource, renew
 		return wr, err
 	}
 	if renewalKey != "" && si.MediaType == runtime.ContentTypeProtobuf {
-		wr.obj = s.renewalFromWire(res, renewalKey, body)
+		wr.obj, wr.sharesWith = s.renewalFromWire(res, renewalKey, body)
 	}
 	if wr.obj == nil {
 		wr.obj, wr.warnings, err = s.decodeObject(res, si, body, wr.opts.fieldValidation)
@@ -257,20 +260,20 @@ func (s *Server) decodeObject(res *registry.Resource, info runtime.SerializerInf
 }
 
 // renewalFromWire is the object a protobuf PUT of key asks for when its
-// body only renews the cached object, or nil (see
+// body only renews the cached object, and that cached object, or nils (see
 // objects.Store.RenewalFromWire). The body must be an envelope of exactly
 // res's kind, as decodeObject's own fast path requires.
-func (s *Server) renewalFromWire(res *registry.Resource, key string, body []byte) runtime.Object {
+func (s *Server) renewalFromWire(res *registry.Resource, key string, body []byte) (obj, from runtime.Object) {
 	gvk := res.GroupVersionKind()
 	raw, ok := envelope.Raw(body, gvk)
 	if !ok {
-		return nil
+		return nil, nil
 	}
-	obj := s.objects.RenewalFromWire(res, key, raw)
+	obj, from = s.objects.RenewalFromWire(res, key, raw)
 	if obj != nil {
 		obj.GetObjectKind().SetGroupVersionKind(gvk)
 	}
-	return obj
+	return obj, from
 }
 
 func decodeErrorMessage(err error) string {

@@ -99,6 +99,13 @@ type WriteOptions struct {
 	// ManagedFieldsDone is set by server-side apply, which computes
 	// managedFields itself.
 	ManagedFieldsDone bool
+	// SharesWith is the cached object the update's object was built from
+	// and shares memory with (RenewalFromWire's), or nil. Other goroutines
+	// read it, so nothing may write into it: the hand-off interns against
+	// it, whose own memory the walk leaves alone, and not against whatever
+	// the cache holds by then, which may be another instance of the same
+	// revision (the entry frozen and thawed, or relisted, in between).
+	SharesWith runtime.Object
 }
 
 // MaxRetries bounds the attempts of a write that keeps losing a race with

@@ -309,7 +309,11 @@ func (s *Store) updateFrom(ctx context.Context, res *registry.Resource, key, sub
 		// answer is a shallow copy taken first: the cache sets the
 		// resourceVersion of the object it takes over, and nothing else in
 		// it changes again.
-		s.intern.ObjectLike(obj, cur)
+		like := cur
+		if wo.SharesWith != nil {
+			like = wo.SharesWith
+		}
+		s.intern.ObjectLike(obj, like)
 		handed := obj
 		if obj, acc, err = shallowCopy(obj); err != nil {
 			return nil, nil, err

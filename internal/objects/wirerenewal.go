@@ -32,7 +32,8 @@ import (
 // What shares memory with the cache must not be written: the update path
 // writes only its own object's top-level fields (metadata setters,
 // managedFields replaced as a whole slice), and the intern walk leaves alone
-// what is the like object's own (intern.Table.ObjectLike).
+// what is the like object's own (intern.Table.ObjectLike), the like being
+// the very object the renewal was built from (WriteOptions.SharesWith).
 // TestRenewalFromWireMatchesDecoding and FuzzRenewalFromWire hold a
 // recognized object to the decoded one.
 
@@ -45,23 +46,27 @@ type wireMarshaler interface {
 // RenewalFromWire returns the object a protobuf update of key asks for when
 // raw (the object's message, out of its envelope) is the cached object's
 // encoding but for the resource's renewal time (registry.Renewal.WirePath),
-// built from the cached object; the caller owns its top-level struct and
-// shares the rest with the cache. It returns nil for anything else (no
-// cached object, another field changed, an encoding other than the
-// generated one), and the caller decodes raw.
-func (s *Store) RenewalFromWire(res *registry.Resource, key string, raw []byte) runtime.Object {
+// built from the cached object, and that cached object: the caller owns
+// obj's top-level struct, shares the rest with from, and passes from as
+// WriteOptions.SharesWith. It returns nils for anything else (no cached
+// object, another field changed, an encoding other than the generated
+// one), and the caller decodes raw.
+func (s *Store) RenewalFromWire(res *registry.Resource, key string, raw []byte) (obj, from runtime.Object) {
 	rn := res.Renewal
 	if rn == nil || rn.FromWire == nil || len(rn.WirePath) == 0 || s.cache == nil {
-		return nil
+		return nil, nil
 	}
 	cur := s.Cached(key)
 	if cur == nil {
-		return nil
+		return nil, nil
 	}
 	buf := s.wireScratch.get()
 	obj, used := renewalFromWire(rn, raw, cur, *buf)
 	s.wireScratch.put(buf, used)
-	return obj
+	if obj == nil {
+		return nil, nil
+	}
+	return obj, cur
 }
 
 // renewalFromWire is RenewalFromWire against cur, encoding cur into
