@@ -7,7 +7,7 @@ import (
 )
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
-	wr, err := s.readWriteRequest(r, res, "")
+	wr, err := s.readWriteRequest(r, res, nil)
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@ import (
 // the request's record (who asks), and its answer goes back with 201
 // Created in the negotiated encoding. Nothing is stored or admitted.
 func (s *Server) review(w http.ResponseWriter, r *http.Request, rec *request.Record, res *registry.Resource) error {
-	wr, err := s.readWriteRequest(r, res, "")
+	wr, err := s.readWriteRequest(r, res, nil)
 	if err != nil {
 		return err
 	}

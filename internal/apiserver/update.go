@@ -12,11 +12,7 @@ import (
 )
 
 func (s *Server) update(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
-	renewalKey := ""
-	if info.subresource == "" {
-		renewalKey = res.Key(info.namespace, info.name)
-	}
-	wr, err := s.readWriteRequest(r, res, renewalKey)
+	wr, err := s.readWriteRequest(r, res, &info)
 	if err != nil {
 		return err
 	}
@@ -30,7 +26,6 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, res *registry.Re
 	if acc.GetName() != info.name {
 		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", acc.GetName(), info.name))
 	}
-	wr.opts.SharesWith = wr.sharesWith
 	out, stored, created, err := s.objects.Update(r.Context(), res, info.namespace, info.name, info.subresource, wr.obj, wr.opts.WriteOptions)
 	if err != nil {
 		return err

@@ -25,17 +25,14 @@ type writeRequest struct {
 	opts     writeOptions
 	obj      runtime.Object
 	warnings []string
-	// sharesWith is the cached object obj was taken from, for a renewal
-	// recognized on the wire (objects.WriteOptions.SharesWith), or nil.
-	sharesWith runtime.Object
 }
 
 // readWriteRequest negotiates the response, parses the write options and
-// decodes the body of a POST or PUT. renewalKey is the storage key of the
-// object a PUT replaces, or "": a protobuf body that renews it (changes its
-// renewal time and nothing else) is then taken from the cache instead of
-// decoded (objects.Store.RenewalFromWire).
-func (s *Server) readWriteRequest(r *http.Request, res *registry.Resource, renewalKey string) (writeRequest, error) {
+// decodes the body of a POST or PUT. replaces names the object a PUT
+// replaces, or is nil: a protobuf body that renews it (changes its renewal
+// time and nothing else) is then taken from the cache instead of decoded,
+// and opts.SharesWith names the cached object (objects.Store.RenewalFromWire).
+func (s *Server) readWriteRequest(r *http.Request, res *registry.Resource, replaces *requestInfo) (writeRequest, error) {
 	var wr writeRequest
 	var err error
 	if wr.n, err = s.accept(r, false); err != nil {
@@ -53,8 +50,8 @@ func (s *Server) readWriteRequest(r *http.Request, res *registry.Resource, renew
 	if err != nil {
 		return wr, err
 	}
-	if renewalKey != "" && si.MediaType == runtime.ContentTypeProtobuf {
-		wr.obj, wr.sharesWith = s.renewalFromWire(res, renewalKey, body)
+	if replaces != nil && replaces.subresource == "" && si.MediaType == runtime.ContentTypeProtobuf {
+		wr.obj, wr.opts.SharesWith = s.renewalFromWire(res, replaces.namespace, replaces.name, body)
 	}
 	if wr.obj == nil {
 		wr.obj, wr.warnings, err = s.decodeObject(res, si, body, wr.opts.fieldValidation)
@@ -259,17 +256,17 @@ func (s *Server) decodeObject(res *registry.Resource, info runtime.SerializerInf
 	return obj, warnings, nil
 }
 
-// renewalFromWire is the object a protobuf PUT of key asks for when its
-// body only renews the cached object, and that cached object, or nils (see
-// objects.Store.RenewalFromWire). The body must be an envelope of exactly
-// res's kind, as decodeObject's own fast path requires.
-func (s *Server) renewalFromWire(res *registry.Resource, key string, body []byte) (obj, from runtime.Object) {
+// renewalFromWire is the object a protobuf PUT of namespace/name asks for
+// when its body only renews the cached object, and that cached object, or
+// nils (see objects.Store.RenewalFromWire). The body must be an envelope of
+// exactly res's kind, as decodeObject's own fast path requires.
+func (s *Server) renewalFromWire(res *registry.Resource, namespace, name string, body []byte) (obj, from runtime.Object) {
 	gvk := res.GroupVersionKind()
 	raw, ok := envelope.Raw(body, gvk)
 	if !ok {
 		return nil, nil
 	}
-	obj, from = s.objects.RenewalFromWire(res, key, raw)
+	obj, from = s.objects.RenewalFromWire(res, namespace, name, raw)
 	if obj != nil {
 		obj.GetObjectKind().SetGroupVersionKind(gvk)
 	}

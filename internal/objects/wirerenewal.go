@@ -43,20 +43,21 @@ type wireMarshaler interface {
 	MarshalToSizedBuffer([]byte) (int, error)
 }
 
-// RenewalFromWire returns the object a protobuf update of key asks for when
-// raw (the object's message, out of its envelope) is the cached object's
-// encoding but for the resource's renewal time (registry.Renewal.WirePath),
-// built from the cached object, and that cached object: the caller owns
+// RenewalFromWire returns the object a protobuf update of namespace/name
+// asks for when raw (the object's message, out of its envelope) is the
+// cached object's encoding but for the resource's renewal time
+// (registry.Renewal.WirePath), built from the cached object, and that
+// cached object: the caller owns
 // obj's top-level struct, shares the rest with from, and passes from as
 // WriteOptions.SharesWith. It returns nils for anything else (no cached
 // object, another field changed, an encoding other than the generated
 // one), and the caller decodes raw.
-func (s *Store) RenewalFromWire(res *registry.Resource, key string, raw []byte) (obj, from runtime.Object) {
+func (s *Store) RenewalFromWire(res *registry.Resource, namespace, name string, raw []byte) (obj, from runtime.Object) {
 	rn := res.Renewal
 	if rn == nil || rn.FromWire == nil || len(rn.WirePath) == 0 || s.cache == nil {
 		return nil, nil
 	}
-	cur := s.Cached(key)
+	cur := s.Cached(res.Key(namespace, name))
 	if cur == nil {
 		return nil, nil
 	}
