@@ -151,6 +151,8 @@
 //     request's deadline enter the context together, one copy of the
 //     request (256 B) instead of two; the deadline runs from arrival as
 //     before, and a bad ?timeout= is still answered at the verb stage.
+//     The deadline's timer and channel are built only when something
+//     waits on them (request.WithDeadline): a renewal's waits check Err.
 //   - Memory (write.go, respond/respond.go, objects): request bodies
 //     are read into recycled buffers that grow as bytes arrive (never from
 //     the announced Content-Length alone), responses

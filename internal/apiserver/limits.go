@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -178,34 +177,33 @@ func (l *limiter) dropIdle(user string, u *userLoad) {
 // DefaultRequestTimeout is kube-apiserver's --request-timeout.
 const DefaultRequestTimeout = 60 * time.Second
 
-// requestDeadline derives from ctx the deadline of a resource request that
-// is not a watch, as kube-apiserver's WithRequestDeadline does: it must be answered within
-// Config.Timeout of its arrival, or within the client's ?timeout=
-// when that is shorter (and positive). Every wait on the way (the store,
-// the watch cache catching up) ends at the deadline, and the request is
-// answered 504 Timeout (unavailable.go) instead of holding its client for
+// requestDeadline is the deadline of a resource request that is not a
+// watch, as kube-apiserver's WithRequestDeadline sets it: it must be
+// answered within Config.Timeout of its arrival, or within the client's
+// ?timeout= when that is shorter (and positive). Every wait on the way (the
+// store, the watch cache catching up) ends at the deadline, and the request
+// is answered 504 Timeout (unavailable.go) instead of holding its client for
 // as long as the store is gone. A watch is bounded by its timeoutSeconds
-// instead. The caller calls the returned cancel when the request is done;
-// an invalid ?timeout= is returned as its 400, with ctx unchanged.
-func (s *Server) requestDeadline(ctx context.Context, r *http.Request, rec *request.Record, verb string) (context.Context, context.CancelFunc, error) {
+// instead, and has none (ok false), as has every request when Config.Timeout
+// is not positive. An invalid ?timeout= is returned as its 400, with the
+// default deadline.
+func (s *Server) requestDeadline(r *http.Request, rec *request.Record, verb string) (deadline time.Time, ok bool, err error) {
 	timeout := s.cfg.Timeout
 	if verb == "watch" || timeout <= 0 {
-		return ctx, func() {}, nil
+		return time.Time{}, false, nil
 	}
 	// Most requests carry no query at all; parse it only when it may hold
 	// a timeout.
 	if strings.Contains(r.URL.RawQuery, "timeout=") {
 		q, _ := url.ParseQuery(r.URL.RawQuery)
 		if v := q.Get("timeout"); v != "" {
-			asked, err := time.ParseDuration(v)
-			if err != nil {
-				return ctx, func() {}, apierrors.NewBadRequest("invalid timeout specified in the request URL - " + err.Error())
-			}
-			if asked > 0 && asked < timeout {
+			asked, perr := time.ParseDuration(v)
+			if perr != nil {
+				err = apierrors.NewBadRequest("invalid timeout specified in the request URL - " + perr.Error())
+			} else if asked > 0 && asked < timeout {
 				timeout = asked
 			}
 		}
 	}
-	ctx, cancel := context.WithDeadline(ctx, rec.Received.Add(timeout))
-	return ctx, cancel, nil
+	return rec.Received.Add(timeout), true, err
 }

@@ -26,11 +26,13 @@ type Store struct {
 	// nil only after a reopen that could open nothing (acquire then fails).
 	db *pebble.DB
 
-	// reqs is unbuffered on purpose: a send succeeds only when the committer
-	// takes the request, so after the committer exits no request can be
-	// stranded in a buffer.
-	reqs    chan *writeReq
-	closing chan struct{}
+	// reqs queues up to one batch (Options.MaxBatch) of writes the
+	// committer has yet to take (see submit). A write still queued when
+	// the committer exits is never taken: its writer, which sees
+	// committerDone closed, answers it ErrClosed.
+	reqs          chan *writeReq
+	committerDone chan struct{}
+	closing       chan struct{}
 	// reqPool recycles write requests with their answer channels (see
 	// submit).
 	reqPool sync.Pool
@@ -125,15 +127,16 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("embedded store in %s: %w", dir, err)
 	}
 	s := &Store{
-		dir:          dir,
-		opts:         opts,
-		reqs:         make(chan *writeReq),
-		closing:      make(chan struct{}),
-		index:        make(map[string]indexEntry),
-		watchers:     make(map[*watcher]chan []storage.Event),
-		space:        newSpaceGuard(opts.fs, dir, opts.ReservedBytes),
-		reopenReqs:   make(chan chan error),
-		abortReplays: make(chan struct{}),
+		dir:           dir,
+		opts:          opts,
+		reqs:          make(chan *writeReq, opts.MaxBatch),
+		committerDone: make(chan struct{}),
+		closing:       make(chan struct{}),
+		index:         make(map[string]indexEntry),
+		watchers:      make(map[*watcher]chan []storage.Event),
+		space:         newSpaceGuard(opts.fs, dir, opts.ReservedBytes),
+		reopenReqs:    make(chan chan error),
+		abortReplays:  make(chan struct{}),
 	}
 	readOnly := s.space.measure() != nil
 	if s.db, err = s.openPebble(readOnly); err != nil {

@@ -1,0 +1,161 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// heldCommitter opens a store whose committer, at its first batch, stops
+// in OnCommit until release is called; entered is closed once it stopped.
+func heldCommitter(t *testing.T, maxBatch int) (s *Store, entered <-chan struct{}, release func()) {
+	t.Helper()
+	in, hold := make(chan struct{}), make(chan struct{})
+	var first sync.Once
+	s, err := Open(t.TempDir(), Options{
+		Logger:   slog.New(slog.DiscardHandler),
+		MaxBatch: maxBatch,
+		OnCommit: func(int, time.Duration) {
+			first.Do(func() {
+				close(in)
+				<-hold
+			})
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release = func() { once.Do(func() { close(hold) }) }
+	t.Cleanup(func() {
+		release()
+		_ = s.Close()
+	})
+	return s, in, release
+}
+
+// waitQueued waits until n writes are queued for the committer.
+func waitQueued(t *testing.T, s *Store, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); len(s.reqs) < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d writes queued, want %d", len(s.reqs), n)
+		}
+	}
+}
+
+// Writes still queued when the store closes are answered ErrClosed by
+// their writers, none left waiting, and none written.
+func TestQueuedWritesEndWithTheCommitter(t *testing.T) {
+	ctx := testCtx(t)
+	s, entered, release := heldCommitter(t, 8)
+	first := make(chan error, 1)
+	go func() {
+		_, err := s.Create(ctx, "/k/first", []byte("v"))
+		first <- err
+	}()
+	<-entered
+	const queued = 5
+	errs := make(chan error, queued)
+	for i := range queued {
+		go func() {
+			_, err := s.Create(ctx, fmt.Sprintf("/k/%d", i), []byte("v"))
+			errs <- err
+		}()
+	}
+	waitQueued(t, s, queued)
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	<-s.closing
+	release()
+	if err := <-first; err != nil {
+		t.Fatalf("the write the committer had taken: %v", err)
+	}
+	for range queued {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, ErrClosed) {
+				t.Fatalf("a queued write answered %v, want ErrClosed", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a queued write is still waiting after Close")
+		}
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A queued write whose deadline passes is answered with it by the
+// committer; a write that finds the queue full waits on its context and
+// gives up at its deadline by itself.
+func TestQueuedWritesKeepTheirDeadlines(t *testing.T) {
+	ctx := testCtx(t)
+	s, entered, release := heldCommitter(t, 1)
+	go func() { _, _ = s.Create(ctx, "/k/first", []byte("v")) }()
+	<-entered
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	queuedErr := make(chan error, 1)
+	go func() {
+		_, err := s.Create(short, "/k/queued", []byte("v"))
+		queuedErr <- err
+	}()
+	waitQueued(t, s, 1)
+	start := time.Now()
+	if _, err := s.Create(short, "/k/waiting", []byte("v")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a write finding the queue full: %v, want its deadline", err)
+	}
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Fatalf("a write finding the queue full gave up after %v", waited)
+	}
+	select {
+	case err := <-queuedErr:
+		t.Fatalf("the queued write answered %v while the committer was held", err)
+	default:
+	}
+	release()
+	if err := <-queuedErr; !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the queued write answered %v, want its deadline", err)
+	}
+	for _, key := range []string{"/k/queued", "/k/waiting"} {
+		if kv, err := s.Get(ctx, key); err == nil {
+			t.Fatalf("%s was written at %d after its deadline", key, kv.ModRevision)
+		}
+	}
+}
+
+// doneCounter counts the calls to its Done.
+type doneCounter struct {
+	context.Context
+	calls atomic.Int64
+}
+
+func (c *doneCounter) Done() <-chan struct{} {
+	c.calls.Add(1)
+	return c.Context.Done()
+}
+
+// A write that finds room in the queue never asks its context for Done,
+// which is what an API request's deadline costs (request.WithDeadline).
+func TestWritesDoNotAskForDoneWhileTheQueueHasRoom(t *testing.T) {
+	s := openTest(t, Options{})
+	ctx := &doneCounter{Context: testCtx(t)}
+	rev, err := s.Create(ctx, "/k/a", []byte("v0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		if rev, err = s.Update(ctx, "/k/a", rev, fmt.Appendf(nil, "v%d", i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := ctx.calls.Load(); n != 0 {
+		t.Fatalf("101 writes asked for Done %d times", n)
+	}
+}
