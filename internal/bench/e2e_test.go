@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -146,6 +147,24 @@ func renewOne(t *testing.T, kind string) (*renewer, *leaseSlot, leaseAPI, kubern
 	return &renewer{cfg: cfg, rec: NewRecorder()}, slot, leases, clients.sets[0]
 }
 
+// heldLease is the slot's lease as the renewer holds it: decoded, or
+// decoded from its parked answer (lean_parked.go).
+func heldLease(t *testing.T, leases leaseAPI, slot *leaseSlot) *coordinationv1.Lease {
+	t.Helper()
+	if slot.lease != nil {
+		return slot.lease
+	}
+	l, ok := leases.(*leanLeases)
+	if !ok || len(slot.parked) == 0 {
+		t.Fatalf("slot %s holds no lease, decoded or parked, through %T", slot.name, leases)
+	}
+	lease, err := l.unpark(slot.parked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lease.DeepCopy()
+}
+
 // forEachKind runs test once per client kind.
 func forEachKind(t *testing.T, test func(t *testing.T, kind string)) {
 	for _, kind := range []string{ClientTyped, ClientLean} {
@@ -174,7 +193,7 @@ func testConflictIsCountedAndRecovered(t *testing.T, kind string) {
 	if tot.Errors[KindConflict] != 1 || tot.Latency.Count() != 1 {
 		t.Fatalf("errors %v and %d successes, want one conflict then one success", tot.Errors, tot.Latency.Count())
 	}
-	if slot.lease.ResourceVersion == stale {
+	if held := heldLease(t, leases, slot); held.ResourceVersion == stale {
 		t.Errorf("cached lease still at the stale resourceVersion %s", stale)
 	}
 }
@@ -200,7 +219,7 @@ func testDeletedLeaseIsRecreated(t *testing.T, kind string) {
 	if tot.Errors[KindConflict]+tot.Errors["NotFound"] != 1 || len(tot.Errors) != 1 || tot.Latency.Count() != 1 {
 		t.Fatalf("errors %v and %d successes, want one conflict (or NotFound) then one success", tot.Errors, tot.Latency.Count())
 	}
-	if slot.lease.UID == oldUID {
+	if held := heldLease(t, leases, slot); held.UID == oldUID {
 		t.Errorf("lease not recreated: uid still %s", oldUID)
 	}
 }
@@ -290,4 +309,33 @@ func nodeReady(node *corev1.Node) bool {
 		}
 	}
 	return false
+}
+
+// The lean client keeps a renewed lease parked (lean_parked.go), and each
+// renewal from the parked answer is the server's current lease with a new
+// renewTime.
+func TestE2ELeanRenewalsParkTheAnswer(t *testing.T) {
+	r, slot, leases, client := renewOne(t, ClientLean)
+	ctx := context.Background()
+	for i := range 3 {
+		before := time.Now()
+		if !r.renew(ctx, leases, slot) {
+			t.Fatalf("renewal %d failed: %v", i, r.rec.Totals().Errors)
+		}
+		if slot.lease != nil || len(slot.parked) == 0 {
+			t.Fatalf("renewal %d left the lease decoded (%v) or nothing parked (%d bytes)", i, slot.lease != nil, len(slot.parked))
+		}
+		held := heldLease(t, leases, slot)
+		server, err := client.CoordinationV1().Leases(r.cfg.Namespace).Get(ctx, slot.name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if held.ResourceVersion != server.ResourceVersion || server.Spec.RenewTime == nil || server.Spec.RenewTime.Before(&metav1.MicroTime{Time: before.Truncate(time.Microsecond)}) {
+			t.Fatalf("renewal %d: parked resourceVersion %s and the server's %s renewed at %v (renewal sent after %v)",
+				i, held.ResourceVersion, server.ResourceVersion, server.Spec.RenewTime, before)
+		}
+	}
+	if tot := r.rec.Totals(); tot.Latency.Count() != 3 || len(tot.Errors) != 0 {
+		t.Fatalf("%d successes and errors %v, want 3 and none", tot.Latency.Count(), tot.Errors)
+	}
 }

@@ -36,6 +36,8 @@ type leanLeases struct {
 	// spare is a Lease given up by the caller of a successful Update, to be
 	// decoded into next: a renewal then allocates no top-level object.
 	spare *coordinationv1.Lease
+	// scratch is the Lease parked leases are decoded into (lean_parked.go).
+	scratch coordinationv1.Lease
 }
 
 func newLeanLeases(conn *leanConn, namespace string) *leanLeases {
@@ -79,6 +81,16 @@ func (l *leanLeases) Create(ctx context.Context, auth authorization, lease *coor
 // otherwise the apierrors error the answer's Status describes. name is the
 // lease's, for errors.
 func (l *leanLeases) do(ctx context.Context, auth authorization, method string, u *url.URL, name string, send *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	contentType, err := l.send(ctx, auth, method, u, name, send)
+	if err != nil {
+		return nil, err
+	}
+	return l.decodeLease(contentType, method, u)
+}
+
+// send is do without the decoding: a 2xx answer's body is left in l.in,
+// and its Content-Type returned.
+func (l *leanLeases) send(ctx context.Context, auth authorization, method string, u *url.URL, name string, send *coordinationv1.Lease) (string, error) {
 	req := &http.Request{
 		Method:     method,
 		URL:        u,
@@ -91,7 +103,7 @@ func (l *leanLeases) do(ctx context.Context, auth authorization, method string, 
 	if send != nil {
 		body, err := l.encode(send)
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		req.Header = l.sendHeader
 		req.Body = body
@@ -110,7 +122,7 @@ func (l *leanLeases) do(ctx context.Context, auth authorization, method string, 
 		// connection) may not have finished encoding its headers: leave
 		// the maps to it, as encode leaves a body it has not closed.
 		l.sendHeader, l.getHeader = l.sendHeader.Clone(), l.getHeader.Clone()
-		return nil, err
+		return "", err
 	}
 	l.in.Reset()
 	_, readErr := l.in.ReadFrom(resp.Body)
@@ -119,12 +131,12 @@ func (l *leanLeases) do(ctx context.Context, auth authorization, method string, 
 		readErr = closeErr
 	}
 	if readErr != nil {
-		return nil, fmt.Errorf("reading the answer to %s %s: %w", method, u.Path, readErr)
+		return "", fmt.Errorf("reading the answer to %s %s: %w", method, u.Path, readErr)
 	}
 	if resp.StatusCode < http.StatusOK || resp.StatusCode >= http.StatusMultipleChoices {
-		return nil, l.statusError(resp, method, name)
+		return "", l.statusError(resp, method, name)
 	}
-	return l.decodeLease(resp.Header.Get("Content-Type"), method, u)
+	return resp.Header.Get("Content-Type"), nil
 }
 
 // encode writes lease into the request buffer and returns the body that

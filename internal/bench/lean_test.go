@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -176,5 +177,58 @@ func TestE2ELeanErrorsAreAPIErrors(t *testing.T) {
 				t.Errorf("update answered %+v, want a new resourceVersion and renewTime %v", updated, sent)
 			}
 		})
+	}
+}
+
+// A parked answer renews as the decoded answer would: unparking gives the
+// answer's lease, whatever the scratch lease held before, so the request
+// bytes are those of the answer with the new renewTime.
+func TestLeanParkedAnswerRenewsAsTheDecodedOne(t *testing.T) {
+	for _, ct := range []string{ContentTypeJSON, ContentTypeProtobuf} {
+		t.Run(ct, func(t *testing.T) {
+			l := offlineLeanLeases(t, ct)
+			full := newLease("ns", &leaseSlot{name: "n1", holder: "h", owners: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "n1", UID: "u1"}}}, 40, time.Now())
+			full.ResourceVersion, full.Labels = "7", map[string]string{"a": "b"}
+			full.Spec.LeaseTransitions = new(int32)
+			bare := newLease("ns", &leaseSlot{name: "n2", holder: "h2"}, 40, time.Now())
+			bare.ResourceVersion = "8"
+			renewTime := time.Now().Add(time.Minute).Truncate(time.Microsecond)
+			for _, answer := range []*coordinationv1.Lease{full, bare} {
+				if _, err := l.encode(answer); err != nil {
+					t.Fatal(err)
+				}
+				parked := bytes.Clone(l.out.Bytes())
+				// What the renewal used to send: the decoded answer with
+				// the new renewTime.
+				decoded := &coordinationv1.Lease{}
+				if _, _, err := l.conn.decoder.Decode(parked, nil, decoded); err != nil {
+					t.Fatal(err)
+				}
+				decoded.Spec.RenewTime = &metav1.MicroTime{Time: renewTime}
+				if _, err := l.encode(decoded); err != nil {
+					t.Fatal(err)
+				}
+				want := bytes.Clone(l.out.Bytes())
+
+				lease, err := l.unpark(parked)
+				if err != nil {
+					t.Fatal(err)
+				}
+				lease.Spec.RenewTime = &metav1.MicroTime{Time: renewTime}
+				if _, err := l.encode(lease); err != nil {
+					t.Fatal(err)
+				}
+				if got := l.out.Bytes(); !bytes.Equal(got, want) {
+					t.Fatalf("%s: renewing the parked answer sends\n%q\nwant\n%q", answer.Name, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestLeanUnparkRefusesWhatIsNotALease(t *testing.T) {
+	l := offlineLeanLeases(t, ContentTypeProtobuf)
+	if _, err := l.unpark([]byte("k8s\x00garbage")); err == nil {
+		t.Fatal("garbage unparked")
 	}
 }

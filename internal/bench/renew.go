@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -29,7 +30,6 @@ type renewer struct {
 // the server's and are not counted.
 func (r *renewer) renew(ctx context.Context, leases leaseAPI, slot *leaseSlot) bool {
 	for range maxRenewAttempts {
-		slot.lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
 		err := r.update(ctx, leases, slot)
 		if err == nil {
 			return true
@@ -51,18 +51,28 @@ func (r *renewer) renew(ctx context.Context, leases leaseAPI, slot *leaseSlot) b
 	return true
 }
 
-// update sends one update and records its latency when it succeeds.
+// update sends one update with a fresh renewTime and records its latency
+// when it succeeds: from the slot's parked answer when leases keeps one
+// (lean_parked.go), else from its decoded lease.
 func (r *renewer) update(ctx context.Context, leases leaseAPI, slot *leaseSlot) error {
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.RequestTimeout)
 	defer cancel()
 	start := time.Now()
-	out, err := leases.Update(rctx, slot.auth, slot.lease)
+	var err error
+	if p, ok := leases.(leaseParker); ok {
+		err = p.renewParked(rctx, slot.auth, slot, start)
+	} else {
+		slot.lease.Spec.RenewTime = &metav1.MicroTime{Time: start}
+		var out *coordinationv1.Lease
+		if out, err = leases.Update(rctx, slot.auth, slot.lease); err == nil {
+			slot.lease = out
+		}
+	}
 	took := time.Since(start)
 	if err != nil {
 		return err
 	}
 	r.rec.Success(took)
-	slot.lease = out
 	return nil
 }
 

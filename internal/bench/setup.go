@@ -28,9 +28,13 @@ type leaseSlot struct {
 	owners []metav1.OwnerReference
 	// auth is what the lease's requests authenticate with: its node's
 	// token with node clients (NewNodeClients), otherwise nil.
-	auth  authorization
-	lease *coordinationv1.Lease
-	busy  atomic.Bool // rate mode: a renewal of this slot is in flight
+	auth authorization
+	// lease is the server's object for the lease, decoded, or nil while
+	// the Lease API keeps it parked: the bytes of the answer that brought
+	// it (lean_parked.go).
+	lease  *coordinationv1.Lease
+	parked []byte
+	busy   atomic.Bool // rate mode: a renewal of this slot is in flight
 }
 
 // ensureNamespace creates the namespace unless it exists.
