@@ -60,7 +60,20 @@ type privateFS struct{ vfs.FS }
 
 func (p privateFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
 	f, err := p.FS.Create(name, category)
-	return privateFile(name, f, err)
+	if f, err = privateFile(name, f, err); err == nil && yieldsOnWrite(category) {
+		f = yieldingFile{f}
+	}
+	return f, err
+}
+
+// Open opens name, yielding at every read when it is a table
+// (background.go).
+func (p privateFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
+	f, err := p.FS.Open(name, opts...)
+	if err == nil && yieldsOnRead(name) {
+		f = yieldingFile{f}
+	}
+	return f, err
 }
 
 func (p privateFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
