@@ -3,6 +3,7 @@ package embedded
 import (
 	"runtime"
 	"strings"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -23,9 +24,9 @@ import (
 // compaction took 187 ms of CPU in one 550 ms window, a flush 29 ms in
 // 150 ms), and the fleet's per-second p99 jumped from 2-3 ms to 50-150 ms
 // every other second. A goroutine that yields waits its turn in the same
-// queue as the requests' goroutines, so a yield per block (about 4 KiB,
-// tens of microseconds of compression or merging) leaves it what the
-// requests do not use, and all of an idle core.
+// queue as the requests' goroutines, so a yield every few blocks (see
+// yieldEvery) bounds each of its turns to about half a millisecond: it
+// gets all of an idle core, and a share of a busy one.
 //
 // Only the background work yields: files pebble creates for a memtable
 // flush or a compaction (their write category says which), and table
@@ -42,25 +43,43 @@ func yieldsOnWrite(category vfs.DiskWriteCategory) bool {
 // yieldsOnRead tells whether the file name is a table's.
 func yieldsOnRead(name string) bool { return strings.HasSuffix(name, ".sst") }
 
-// yieldingFile yields the processor before every read and write.
-type yieldingFile struct{ vfs.File }
+// yieldEvery is how many reads or writes (of about 4 KiB each) background
+// work does between yields: about half a millisecond of compression or
+// merging. A yield at every block left a compaction or flush only the
+// idle processor and one block per turn of the run queue, so at
+// saturation (100,000 nodes on one core) flushes fell behind and the
+// memtable limit stopped writes.
+const yieldEvery = 16
 
-func (f yieldingFile) Write(p []byte) (int, error) {
-	runtime.Gosched()
+// yieldingFile yields the processor before every yieldEvery-th read or
+// write. Reads of a table may come from several goroutines at once.
+type yieldingFile struct {
+	vfs.File
+	ops atomic.Uint32
+}
+
+func (f *yieldingFile) yield() {
+	if f.ops.Add(1)%yieldEvery == 0 {
+		runtime.Gosched()
+	}
+}
+
+func (f *yieldingFile) Write(p []byte) (int, error) {
+	f.yield()
 	return f.File.Write(p)
 }
 
-func (f yieldingFile) WriteAt(p []byte, off int64) (int, error) {
-	runtime.Gosched()
+func (f *yieldingFile) WriteAt(p []byte, off int64) (int, error) {
+	f.yield()
 	return f.File.WriteAt(p, off)
 }
 
-func (f yieldingFile) ReadAt(p []byte, off int64) (int, error) {
-	runtime.Gosched()
+func (f *yieldingFile) ReadAt(p []byte, off int64) (int, error) {
+	f.yield()
 	return f.File.ReadAt(p, off)
 }
 
-func (f yieldingFile) Read(p []byte) (int, error) {
-	runtime.Gosched()
+func (f *yieldingFile) Read(p []byte) (int, error) {
+	f.yield()
 	return f.File.Read(p)
 }

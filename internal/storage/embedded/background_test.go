@@ -28,7 +28,7 @@ func TestOnlyBackgroundFilesYield(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, yields := f.(yieldingFile); yields != c.yields {
+		if _, yields := f.(*yieldingFile); yields != c.yields {
 			t.Errorf("%s created for %s: yields %v, want %v", c.name, c.category, yields, c.yields)
 		}
 		if _, err := f.Write([]byte("x")); err != nil {
@@ -42,7 +42,7 @@ func TestOnlyBackgroundFilesYield(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantRead := filepath.Ext(c.name) == ".sst"
-		if _, yields := r.(yieldingFile); yields != wantRead {
+		if _, yields := r.(*yieldingFile); yields != wantRead {
 			t.Errorf("%s opened: yields %v, want %v", c.name, yields, wantRead)
 		}
 		buf := make([]byte, 1)

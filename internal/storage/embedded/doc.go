@@ -8,7 +8,15 @@
 //     index (key -> modRevision, createRevision) that only it touches, assigns
 //     consecutive revisions, and writes them all in one pebble batch committed
 //     with pebble.Sync. Concurrent writers therefore share one fsync (group
-//     commit), and a write is acknowledged only after that fsync.
+//     commit), and a write is acknowledged only after that fsync. Writers
+//     queue their requests (up to one batch) without waiting on their
+//     context's Done; the committer drops a queued write whose context
+//     ended before it applies it, and a write still queued when the store
+//     closes is answered ErrClosed (committer.go, submit).
+//   - Pebble's flushes and compactions are background work: their files
+//     yield the processor at every block read or written, so on a busy
+//     core they run in the gaps between requests (background.go); the WAL
+//     never yields.
 //   - Each batch also writes the event log (one record per revision: the
 //     write and the revision it replaced, whose own record holds the value it
 //     replaced) and the newest revision, so after a crash Open finds exactly

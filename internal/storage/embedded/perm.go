@@ -61,7 +61,7 @@ type privateFS struct{ vfs.FS }
 func (p privateFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
 	f, err := p.FS.Create(name, category)
 	if f, err = privateFile(name, f, err); err == nil && yieldsOnWrite(category) {
-		f = yieldingFile{f}
+		f = &yieldingFile{File: f}
 	}
 	return f, err
 }
@@ -71,7 +71,7 @@ func (p privateFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File
 func (p privateFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
 	f, err := p.FS.Open(name, opts...)
 	if err == nil && yieldsOnRead(name) {
-		f = yieldingFile{f}
+		f = &yieldingFile{File: f}
 	}
 	return f, err
 }
