@@ -166,8 +166,7 @@ func (l *leanLeases) encode(lease *coordinationv1.Lease) (*requestBody, error) {
 }
 
 // decodeLease decodes the answer in l.in into the spare Lease if there is
-// one. Decoders fill in the object they are given without clearing fields
-// the answer leaves out (JSON), so the spare is cleared first.
+// one.
 func (l *leanLeases) decodeLease(contentType, method string, u *url.URL) (*coordinationv1.Lease, error) {
 	dec := l.conn.decoderFor(contentType)
 	if dec == nil {
@@ -177,16 +176,26 @@ func (l *leanLeases) decodeLease(contentType, method string, u *url.URL) (*coord
 	l.spare = nil
 	if into == nil {
 		into = &coordinationv1.Lease{}
-	} else {
-		*into = coordinationv1.Lease{}
 	}
-	obj, _, err := dec.Decode(l.in.Bytes(), nil, into)
+	lease, err := decodeLeaseInto(dec, l.in.Bytes(), into)
 	if err != nil {
-		return nil, fmt.Errorf("decoding the answer to %s %s: %w", method, u.Path, err)
+		return nil, fmt.Errorf("the answer to %s %s: %w", method, u.Path, err)
+	}
+	return lease, nil
+}
+
+// decodeLeaseInto decodes data into into, which it clears first: decoders
+// fill in the object they are given without clearing the fields the data
+// leaves out (JSON).
+func decodeLeaseInto(dec runtime.Decoder, data []byte, into *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	*into = coordinationv1.Lease{}
+	obj, _, err := dec.Decode(data, nil, into)
+	if err != nil {
+		return nil, fmt.Errorf("decoding: %w", err)
 	}
 	lease, ok := obj.(*coordinationv1.Lease)
 	if !ok {
-		return nil, fmt.Errorf("answer to %s %s is a %T, not a Lease", method, u.Path, obj)
+		return nil, fmt.Errorf("a %T, not a Lease", obj)
 	}
 	return lease, nil
 }

@@ -71,16 +71,9 @@ func (l *leanLeases) renewParked(ctx context.Context, auth authorization, slot *
 
 // unpark decodes a parked answer into the scratch lease, which it returns.
 func (l *leanLeases) unpark(parked []byte) (*coordinationv1.Lease, error) {
-	// Decoders fill in the object they are given without clearing what the
-	// answer leaves out (JSON).
-	l.scratch = coordinationv1.Lease{}
-	obj, _, err := l.conn.decoder.Decode(parked, nil, &l.scratch)
+	lease, err := decodeLeaseInto(l.conn.decoder, parked, &l.scratch)
 	if err != nil {
-		return nil, fmt.Errorf("decoding the parked answer: %w", err)
-	}
-	lease, ok := obj.(*coordinationv1.Lease)
-	if !ok {
-		return nil, fmt.Errorf("the parked answer is a %T, not a Lease", obj)
+		return nil, fmt.Errorf("the parked answer: %w", err)
 	}
 	return lease, nil
 }
