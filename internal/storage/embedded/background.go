@@ -9,7 +9,7 @@ import (
 )
 
 // background.go makes pebble's flushes and compactions yield the
-// processor at every block they read or write, so that on a busy core
+// processor every few blocks they read or write, so that on a busy core
 // they run in the gaps between requests instead of taking most of it for
 // as long as they last.
 //

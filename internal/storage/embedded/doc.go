@@ -14,7 +14,7 @@
 //     ended before it applies it, and a write still queued when the store
 //     closes is answered ErrClosed (committer.go, submit).
 //   - Pebble's flushes and compactions are background work: their files
-//     yield the processor at every block read or written, so on a busy
+//     yield the processor every 16 blocks read or written, so on a busy
 //     core they run in the gaps between requests (background.go); the WAL
 //     never yields.
 //   - Each batch also writes the event log (one record per revision: the
