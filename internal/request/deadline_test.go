@@ -168,6 +168,7 @@ func TestWithDeadlineChildrenRegisterWithoutGoroutines(t *testing.T) {
 func TestWithDeadlineIsSafeForConcurrentUse(t *testing.T) {
 	for range 50 {
 		parent, parentCancel := context.WithCancel(context.Background())
+		defer parentCancel()
 		ctx, cancel := WithDeadline(parent, nil, time.Now().Add(time.Millisecond))
 		var wg sync.WaitGroup
 		for g := range 4 {
