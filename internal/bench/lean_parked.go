@@ -50,14 +50,15 @@ func (l *leanLeases) renewParked(ctx context.Context, auth authorization, slot *
 		}
 	}
 	lease.Spec.RenewTime = &metav1.MicroTime{Time: renewTime}
-	contentType, err := l.send(ctx, auth, http.MethodPut, l.conn.urls.get(l.namespace, lease.Name), lease.Name, lease)
+	u := l.conn.urls.get(l.namespace, lease.Name)
+	contentType, err := l.send(ctx, auth, http.MethodPut, u, lease.Name, lease)
 	if err != nil {
 		return err
 	}
 	if contentType != l.conn.mediaType {
 		// Parked bytes are decoded as the media type asked for; anything
 		// else stays decoded.
-		out, err := l.decodeLease(contentType, http.MethodPut, l.conn.urls.get(l.namespace, lease.Name))
+		out, err := l.decodeLease(contentType, http.MethodPut, u)
 		if err != nil {
 			return err
 		}

@@ -66,7 +66,7 @@ func (p privateFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File
 	return f, err
 }
 
-// Open opens name, yielding at every read when it is a table
+// Open opens name, yielding every yieldEvery reads when it is a table
 // (background.go).
 func (p privateFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
 	f, err := p.FS.Open(name, opts...)
