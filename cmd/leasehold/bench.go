@@ -154,9 +154,9 @@ throughput, latency percentiles, errors by kind and, with --server-pid, the
 server's CPU time and peak RSS. A progress line goes to standard error every
 second and the final result to standard output.
 
-Unless GOGC is set, the Go garbage collector runs at GOGC=400: the
+Unless GOGC is set, the Go garbage collector runs at GOGC=1600: the
 generator's collector would otherwise take CPU from a server that shares
-the machine.
+the machine, and its pauses would show in the latency it measures.
 
 Renewing as real nodes: with --node-tokens FILE, lease N is renewed by
 node N (in fleet mode, agent N sends all its requests as node N), user

@@ -37,9 +37,10 @@ func openStorage(ctx context.Context, cfg Config, metrics *storageMetrics) (stor
 		return s, nil
 	}
 	s, err := embedded.Open(filepath.Join(cfg.DataDir, "db"), embedded.Options{
-		Logger:     log,
-		OnCommit:   metrics.observeCommit,
-		OnSyncWait: metrics.observeSyncWait,
+		Logger:        log,
+		OnCommit:      metrics.observeCommit,
+		OnSyncWait:    metrics.observeSyncWait,
+		CommitSpacing: embedded.DefaultCommitSpacing,
 		// History: at least HistoryRetention and the watch cache's window,
 		// at most ten windows whatever the write rate, which bounds the
 		// disk it takes and what a read at the oldest revision costs. The

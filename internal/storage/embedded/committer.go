@@ -145,14 +145,16 @@ func (s *Store) recycle(req *writeReq) {
 // about halved); with nothing else runnable a yield returns at once.
 const gatherYields = 2
 
-// commitLoop is the committer goroutine: it gathers every request already
-// waiting (up to MaxBatch) behind the first one, yielding up to
-// gatherYields times for more, and commits them together.
+// commitLoop is the committer goroutine: it takes the first request, waits
+// out Options.CommitSpacing if the previous batch held several writes
+// (spacing.go), gathers every request then waiting (up to MaxBatch),
+// yielding up to gatherYields times for more, and commits them together.
 func (s *Store) commitLoop() {
 	defer s.goroutines.Done()
 	defer close(s.committerDone)
 	c := newCommitter(s)
 	batch := make([]*writeReq, 0, s.opts.MaxBatch)
+	var spacer commitSpacer
 	for {
 		// Once Close has begun, queued writes are left to their writers
 		// (ErrClosed, see submit) rather than committed.
@@ -170,6 +172,11 @@ func (s *Store) commitLoop() {
 		case <-s.closing:
 			return
 		}
+		if wait := spacer.wait(s.opts.CommitSpacing, time.Now()); wait > 0 && !s.sleepUnlessClosing(wait) {
+			// Close began while the batch waited: its writes are answered
+			// ErrClosed by their writers, as queued ones are.
+			return
+		}
 		yields := 0
 	gather:
 		for len(batch) < s.opts.MaxBatch {
@@ -184,6 +191,7 @@ func (s *Store) commitLoop() {
 				runtime.Gosched()
 			}
 		}
+		spacer.started(time.Now(), len(batch))
 		c.commit(batch)
 		clear(batch)
 		batch = batch[:0]
