@@ -27,6 +27,17 @@
 #
 #   scripts/etcd-ratio.sh BINARY OUT [DURATION] [ROUNDS]
 #
+# With RATE_NODES=N the replica and the embedded server are driven at the
+# same fixed load instead, `bench rate` with N leases renewed every 10 s
+# (N/10 renewals a second, in a namespace of their own each run), so that
+# their CPU per renewal is compared at equal throughput: under bench max
+# the embedded server runs several times faster than the replica, and a
+# server's CPU per renewal falls as its throughput rises (larger commit
+# batches, fewer wake-ups per request). The raw etcd runs stay bench
+# etcd-cas at full speed, so "ratio" is then the offered load's fraction of
+# raw etcd's capacity, and etcd's CPU per operation through the replica
+# and raw are at different throughputs.
+#
 # Environment: CLIENTS (default 64), CONNS (bench max connections, default
 # 4), SERVER_ENV (extra environment for the replica), SERVER_FLAGS (extra
 # serve flags), RAW_FLAGS (extra bench etcd-cas flags: RAW_FLAGS=--leader
@@ -115,9 +126,20 @@ run_embedded() {
 		(sleep 3; kubectl --kubeconfig "$out/embedded/admin.kubeconfig" get --raw "/debug/pprof/profile?seconds=$(( ${duration%s} / 2 ))" >"$out/embedded.pprof" 2>/dev/null || true) &
 		eprof=($!)
 	fi
-	"$gen" bench max --kubeconfig "$out/embedded/admin.kubeconfig" --clients "$clients" --connections "${CONNS:-4}" --client lean \
+	# shellcheck disable=SC2046 # load prints words
+	"$gen" bench $(load "$out/embedded/admin.kubeconfig" "embedded-$1") --clients "$clients" --connections "${CONNS:-4}" --client lean \
 		--duration "$duration" --server-pid "$embedded" --output json >"$out/embedded-$1.json" 2>"$out/embedded-$1.log"
 	[ ${#eprof[@]} = 0 ] || wait "${eprof[@]}"
+}
+
+# load KUBECONFIG NAMESPACE: the bench mode and flags that drive a server,
+# bench max unless RATE_NODES is set.
+load() {
+	if [ -n "${RATE_NODES:-}" ]; then
+		echo rate --nodes "$RATE_NODES" --interval 10s --namespace "$2" --kubeconfig "$1"
+	else
+		echo max --kubeconfig "$1"
+	fi
 }
 
 ratios=()
@@ -138,7 +160,8 @@ for r in $(seq 1 "$rounds"); do
 	# The embedded server's run goes before the replica's in even rounds.
 	(( r % 2 )) || run_embedded "$r"
 	e0=$(cpu_ms "${etcd_pids[@]}")
-	/usr/bin/time -f '%U %S' -o "$out/max-$r.time" "$gen" bench max --kubeconfig "$kc" --clients "$clients" --connections "${CONNS:-4}" --client lean \
+	# shellcheck disable=SC2046 # load prints words
+	/usr/bin/time -f '%U %S' -o "$out/max-$r.time" "$gen" bench $(load "$kc" "replica-$r") --clients "$clients" --connections "${CONNS:-4}" --client lean \
 		--duration "$duration" --server-pid "$server" --output json >"$out/max-$r.json" 2>"$out/max-$r.log"
 	max_etcd=$(per1000 $(( $(cpu_ms "${etcd_pids[@]}") - e0 )) "$out/max-$r.json")
 	max_gen=$(per1000 "$(awk '{printf "%d", ($1 + $2) * 1000}' "$out/max-$r.time")" "$out/max-$r.json")
