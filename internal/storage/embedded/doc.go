@@ -12,7 +12,11 @@
 //     queue their requests (up to one batch) without waiting on their
 //     context's Done; the committer drops a queued write whose context
 //     ended before it applies it, and a write still queued when the store
-//     closes is answered ErrClosed (committer.go, submit).
+//     closes is answered ErrClosed (committer.go, submit). With
+//     Options.CommitSpacing, after a batch of several writes the next
+//     batch starts no sooner than the spacing after it, so that concurrent
+//     writers share fewer fsyncs; a writer alone is never delayed
+//     (spacing.go).
 //   - Pebble's flushes and compactions are background work: their files
 //     yield the processor every 16 blocks read or written, so on a busy
 //     core they run in the gaps between requests (background.go); the WAL
