@@ -15,18 +15,27 @@ import (
 // in OnCommit until release is called; entered is closed once it stopped.
 func heldCommitter(t *testing.T, maxBatch int) (s *Store, entered <-chan struct{}, release func()) {
 	t.Helper()
+	return holdFirstBatch(t, Options{Logger: slog.New(slog.DiscardHandler), MaxBatch: maxBatch})
+}
+
+// holdFirstBatch opens a store with opts whose committer, at its first
+// batch, stops after opts.OnCommit (if any) until release is called;
+// entered is closed once it stopped.
+func holdFirstBatch(t *testing.T, opts Options) (s *Store, entered <-chan struct{}, release func()) {
+	t.Helper()
 	in, hold := make(chan struct{}), make(chan struct{})
 	var first sync.Once
-	s, err := Open(t.TempDir(), Options{
-		Logger:   slog.New(slog.DiscardHandler),
-		MaxBatch: maxBatch,
-		OnCommit: func(int, time.Duration) {
-			first.Do(func() {
-				close(in)
-				<-hold
-			})
-		},
-	})
+	onCommit := opts.OnCommit
+	opts.OnCommit = func(n int, d time.Duration) {
+		if onCommit != nil {
+			onCommit(n, d)
+		}
+		first.Do(func() {
+			close(in)
+			<-hold
+		})
+	}
+	s, err := Open(t.TempDir(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,6 +46,20 @@ func heldCommitter(t *testing.T, maxBatch int) (s *Store, entered <-chan struct{
 		_ = s.Close()
 	})
 	return s, in, release
+}
+
+// wantErrClosed waits up to 10 s for a write's error from errc and fails
+// unless it is ErrClosed; what names the write.
+func wantErrClosed(t *testing.T, errc <-chan error, what string) {
+	t.Helper()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("%s answered %v, want ErrClosed", what, err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s is still waiting after Close", what)
+	}
 }
 
 // waitQueued waits until n writes are queued for the committer.
@@ -77,14 +100,7 @@ func TestQueuedWritesEndWithTheCommitter(t *testing.T) {
 		t.Fatalf("the write the committer had taken: %v", err)
 	}
 	for range queued {
-		select {
-		case err := <-errs:
-			if !errors.Is(err, ErrClosed) {
-				t.Fatalf("a queued write answered %v, want ErrClosed", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("a queued write is still waiting after Close")
-		}
+		wantErrClosed(t, errs, "a queued write")
 	}
 	if err := <-closed; err != nil {
 		t.Fatal(err)

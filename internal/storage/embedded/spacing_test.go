@@ -2,7 +2,6 @@ package embedded
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -33,7 +32,7 @@ func TestCommitSpacerWaitsOnlyAfterABatchOfSeveral(t *testing.T) {
 	}
 }
 
-// spacedStore opens a store with CommitSpacing whose committer stops at its
+// spacedStore is a store with CommitSpacing whose committer stops at its
 // first batch until release is called (entered is closed then), and which
 // records every batch's size and start.
 type spacedStore struct {
@@ -52,31 +51,15 @@ type spacedBatch struct {
 
 func openSpaced(t *testing.T, spacing time.Duration) *spacedStore {
 	t.Helper()
-	in, hold := make(chan struct{}), make(chan struct{})
-	var first sync.Once
-	ss := &spacedStore{entered: in}
-	s, err := Open(t.TempDir(), Options{
+	ss := &spacedStore{}
+	ss.Store, ss.entered, ss.release = holdFirstBatch(t, Options{
 		Logger:        slog.New(slog.DiscardHandler),
 		CommitSpacing: spacing,
 		OnCommit: func(n int, d time.Duration) {
 			ss.mu.Lock()
 			ss.batches = append(ss.batches, spacedBatch{size: n, start: time.Now().Add(-d)})
 			ss.mu.Unlock()
-			first.Do(func() {
-				close(in)
-				<-hold
-			})
 		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ss.Store = s
-	var once sync.Once
-	ss.release = func() { once.Do(func() { close(hold) }) }
-	t.Cleanup(func() {
-		ss.release()
-		_ = s.Close()
 	})
 	return ss
 }
@@ -177,14 +160,7 @@ func TestCommitSpacingEndsWithClose(t *testing.T) {
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("Close took %s with the committer waiting out a %s spacing", took, spacing)
 	}
-	select {
-	case err := <-held:
-		if !errors.Is(err, ErrClosed) {
-			t.Errorf("the held write: %v, want ErrClosed", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the held write was not answered after Close")
-	}
+	wantErrClosed(t, held, "the held write")
 	if got := len(ss.recorded()); got != 2 {
 		t.Errorf("%d batches committed, want 2: the held write was committed", got)
 	}
