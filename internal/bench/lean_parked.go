@@ -22,7 +22,9 @@ import (
 // 7 s whose marking took 125-213 ms, and each one made its second's p99
 // 70-121 ms where the others were 2-4 ms; the whole run's p99 was 37 ms for
 // a server answering in well under a millisecond. Parked, a lease is one
-// []byte without pointers, which the collector does not scan. A renewal
+// []byte without pointers, which the collector does not scan: the
+// generator's live heap went from 59 to 41 MB and its marks to 68-100 ms,
+// and with GOGC=1600 (cmd/leasehold/gc.go) the run's p99 to 8.8 ms. A renewal
 // decodes it into its goroutine's one scratch Lease, sets renewTime and
 // encodes that, where it used to decode the answer and encode the lease:
 // the same work, and the same bytes on the wire as the typed client's.

@@ -191,8 +191,9 @@ func (s *Store) commitLoop() {
 				runtime.Gosched()
 			}
 		}
-		spacer.started(time.Now(), len(batch))
-		c.commit(batch)
+		start := time.Now()
+		spacer.started(start, len(batch))
+		c.commit(batch, start)
 		clear(batch)
 		batch = batch[:0]
 	}
@@ -297,9 +298,9 @@ func (c *committer) stageCurrents(b *pebble.Batch) error {
 // maxKeptRecord bounds the record buffer the committer keeps between writes.
 const maxKeptRecord = 64 << 10
 
-// commit checks, writes, syncs, publishes and acknowledges one batch.
-func (c *committer) commit(reqs []*writeReq) {
-	start := time.Now()
+// commit checks, writes, syncs, publishes and acknowledges one batch,
+// which started at start (OnCommit's duration is measured from it).
+func (c *committer) commit(reqs []*writeReq, start time.Time) {
 	s := c.s
 	if f := s.fault.Load(); f != nil {
 		// Not even a precondition is checked: pebble may hold a batch

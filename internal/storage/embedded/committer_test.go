@@ -6,6 +6,7 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -93,7 +94,7 @@ func TestBatchWritingAKeyTwiceKeepsItsLastState(t *testing.T) {
 	}
 	// The store's own committer is idle (no write is in flight): a second
 	// one commits this batch exactly as given.
-	newCommitter(s).commit(reqs)
+	newCommitter(s).commit(reqs, time.Now())
 	for i, r := range reqs {
 		if res := <-r.done; res.err != nil || res.rev != base+int64(i)+1 {
 			t.Fatalf("write %d: revision %d, %v; want %d", i, res.rev, res.err, base+int64(i)+1)
