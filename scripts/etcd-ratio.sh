@@ -33,10 +33,14 @@
 # their CPU per renewal is compared at equal throughput: under bench max
 # the embedded server runs several times faster than the replica, and a
 # server's CPU per renewal falls as its throughput rises (larger commit
-# batches, fewer wake-ups per request). The raw etcd runs stay bench
-# etcd-cas at full speed, so "ratio" is then the offered load's fraction of
-# raw etcd's capacity, and etcd's CPU per operation through the replica
-# and raw are at different throughputs.
+# batches, fewer wake-ups per request). The raw etcd runs are then paced
+# the same way (bench etcd-cas --interval 10s over N keys), so etcd's CPU
+# per operation through the replica and raw compare at equal throughput,
+# and "ratio" is 1 whenever both keep up with the schedule.
+#
+# etcd's CPU is counted from the end of each run's setup (its "setup of
+# ... done" line) to the run's end, so writing the run's keys or creating
+# its leases is not charged to the measured operations.
 #
 # Environment: CLIENTS (default 64), CONNS (bench max connections, default
 # 4), SERVER_ENV (extra environment for the replica), SERVER_FLAGS (extra
@@ -142,13 +146,39 @@ load() {
 	fi
 }
 
+# raw_pacing: the bench etcd-cas flags that pace it as load paces the
+# servers, none unless RATE_NODES is set.
+raw_pacing() {
+	[ -z "${RATE_NODES:-}" ] || echo --leases "$RATE_NODES" --interval 10s
+}
+
+# etcd_cpu_after_setup RESULT LOG COMMAND...: runs COMMAND (a bench, its
+# stdout to RESULT, its stderr to LOG) and prints the CPU-ms the etcd
+# members used from the end of its setup to its end.
+etcd_cpu_after_setup() {
+	local result=$1 log=$2 e0="" p
+	shift 2
+	"$@" >"$result" 2>"$log" &
+	p=$!
+	while kill -0 "$p" 2>/dev/null; do
+		if grep -q '^setup of .* done' "$log" 2>/dev/null; then
+			e0=$(cpu_ms "${etcd_pids[@]}")
+			break
+		fi
+		sleep 0.05
+	done
+	wait "$p" || { echo "bench failed; see $log" >&2; return 1; }
+	[ -n "$e0" ] || { echo "no setup line in $log" >&2; return 1; }
+	echo $(( $(cpu_ms "${etcd_pids[@]}") - e0 ))
+}
+
 ratios=()
 for r in $(seq 1 "$rounds"); do
-	e0=$(cpu_ms "${etcd_pids[@]}")
-	# shellcheck disable=SC2086 # RAW_FLAGS is a list of words
-	/usr/bin/time -f '%U %S' -o "$out/raw-$r.time" "$gen" bench etcd-cas --etcd-servers "$endpoints" --clients "$clients" --namespace "round$r" ${RAW_FLAGS:-} \
-		--duration "$duration" --output json >"$out/raw-$r.json" 2>"$out/raw-$r.log"
-	raw_etcd=$(per1000 $(( $(cpu_ms "${etcd_pids[@]}") - e0 )) "$out/raw-$r.json")
+	# shellcheck disable=SC2046,SC2086 # raw_pacing prints words; RAW_FLAGS is a list of words
+	etcd_ms=$(etcd_cpu_after_setup "$out/raw-$r.json" "$out/raw-$r.log" /usr/bin/time -f '%U %S' -o "$out/raw-$r.time" \
+		"$gen" bench etcd-cas --etcd-servers "$endpoints" --clients "$clients" --namespace "round$r" $(raw_pacing) ${RAW_FLAGS:-} \
+		--duration "$duration" --output json)
+	raw_etcd=$(per1000 "$etcd_ms" "$out/raw-$r.json")
 	raw_gen=$(per1000 "$(awk '{printf "%d", ($1 + $2) * 1000}' "$out/raw-$r.time")" "$out/raw-$r.json")
 	prof=()
 	if [ "$r" = "$rounds" ] && [ "${PROFILE:-1}" = 1 ]; then
@@ -159,11 +189,11 @@ for r in $(seq 1 "$rounds"); do
 	fi
 	# The embedded server's run goes before the replica's in even rounds.
 	(( r % 2 )) || run_embedded "$r"
-	e0=$(cpu_ms "${etcd_pids[@]}")
 	# shellcheck disable=SC2046 # load prints words
-	/usr/bin/time -f '%U %S' -o "$out/max-$r.time" "$gen" bench $(load "$kc" "replica-$r") --clients "$clients" --connections "${CONNS:-4}" --client lean \
-		--duration "$duration" --server-pid "$server" --output json >"$out/max-$r.json" 2>"$out/max-$r.log"
-	max_etcd=$(per1000 $(( $(cpu_ms "${etcd_pids[@]}") - e0 )) "$out/max-$r.json")
+	etcd_ms=$(etcd_cpu_after_setup "$out/max-$r.json" "$out/max-$r.log" /usr/bin/time -f '%U %S' -o "$out/max-$r.time" \
+		"$gen" bench $(load "$kc" "replica-$r") --clients "$clients" --connections "${CONNS:-4}" --client lean \
+		--duration "$duration" --server-pid "$server" --output json)
+	max_etcd=$(per1000 "$etcd_ms" "$out/max-$r.json")
 	max_gen=$(per1000 "$(awk '{printf "%d", ($1 + $2) * 1000}' "$out/max-$r.time")" "$out/max-$r.json")
 	(( r % 2 == 0 )) || run_embedded "$r"
 	[ ${#prof[@]} = 0 ] || wait "${prof[@]}"

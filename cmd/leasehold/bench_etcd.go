@@ -23,6 +23,7 @@ func newBenchEtcdCASCmd() *cobra.Command {
 		keys      int
 		valueSize int
 		leader    bool
+		interval  time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "etcd-cas",
@@ -38,10 +39,16 @@ By default the transactions go through etcd's own client, which spreads
 them round-robin over the members (followers forward writes to the
 leader). --leader sends them all to the leader instead, as serve's etcd
 driver does (pick-first, leader first): the yardstick then has the
-driver's own advantage and the comparison shows only the server's cost.`,
+driver's own advantage and the comparison shows only the server's cost.
+
+With --interval the load is paced as bench rate paces renewals: every key
+is swapped once per interval, the keys' turns spread evenly over it, so
+that etcd's CPU per transaction can be compared with its CPU per renewal
+through a server at the same throughput (etcd's batches, and so its cost
+per transaction, depend on the load).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return flags.profiled(func() error { return runBenchEtcdCAS(cmd, &flags, endpoints, keys, valueSize, leader) })
+			return flags.profiled(func() error { return runBenchEtcdCAS(cmd, &flags, endpoints, keys, valueSize, leader, interval) })
 		},
 	}
 	fl := cmd.Flags()
@@ -50,6 +57,7 @@ driver's own advantage and the comparison shows only the server's cost.`,
 	fl.IntVar(&flags.clients, "clients", 64, "number of concurrent clients")
 	fl.IntVar(&keys, "leases", 1000, "number of keys, partitioned among the clients")
 	fl.BoolVar(&leader, "leader", false, "send every transaction to the etcd leader, as serve's driver does, instead of round-robin over the members")
+	fl.DurationVar(&interval, "interval", 0, "swap each key once per interval, paced as bench rate (default 0: back to back)")
 	fl.IntVar(&valueSize, "value-size", 350, "bytes written per swap (a stored renewed Lease is about 350)")
 	fl.DurationVar(&flags.duration, "duration", 30*time.Second, "length of the measured period, after setup")
 	fl.DurationVar(&flags.requestTimeout, "request-timeout", bench.DefaultRequestTimeout, "timeout of each transaction")
@@ -59,7 +67,7 @@ driver's own advantage and the comparison shows only the server's cost.`,
 	return cmd
 }
 
-func runBenchEtcdCAS(cmd *cobra.Command, flags *benchFlags, endpoints []string, keys, valueSize int, leader bool) error {
+func runBenchEtcdCAS(cmd *cobra.Command, flags *benchFlags, endpoints []string, keys, valueSize int, leader bool, interval time.Duration) error {
 	if len(endpoints) == 0 {
 		return fmt.Errorf("--etcd-servers is required")
 	}
@@ -89,6 +97,7 @@ func runBenchEtcdCAS(cmd *cobra.Command, flags *benchFlags, endpoints []string, 
 		Duration:       flags.duration,
 		Clients:        flags.clients,
 		Leases:         keys,
+		Interval:       interval,
 		RequestTimeout: flags.requestTimeout,
 		ServerPID:      flags.serverPID,
 		Progress:       cmd.ErrOrStderr(),

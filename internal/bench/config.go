@@ -22,7 +22,8 @@ type Config struct {
 	Leases int
 	// Nodes is the number of simulated nodes in rate mode, one lease each.
 	Nodes int
-	// Interval is how often each node renews in rate mode.
+	// Interval is how often each node renews in rate mode, and each key is
+	// swapped in etcd-cas (zero there: back to back).
 	Interval time.Duration
 	// RegisterNodes (rate mode) registers a Node for every simulated node,
 	// with the agent's Ready status, and makes it the owner of the node's

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -18,12 +19,21 @@ import (
 // that cluster can be read as a fraction of it. Client c owns keys c, c+C,
 // c+2C, ... and swaps them in turn with the revision its previous swap
 // returned, exactly as max mode renews its leases.
+//
+// With Config.Interval set it is paced instead, as rate mode is: every key
+// is swapped once per interval, the keys' turns spread evenly over it and
+// carried out by whichever client is free. etcd's CPU per transaction
+// depends on how many arrive together (its raft and WAL batches grow with
+// the load), so it compares with a server only at the same throughput.
 type EtcdCASWorkload struct {
 	cfg    Config
 	client *clientv3.Client
 	value  []byte
 	prefix string
 	revs   []int64
+	// busy marks a key whose paced swap is in flight: its next turn, if due
+	// meanwhile, is skipped as an overrun, as rate mode skips a node's.
+	busy []atomic.Bool
 }
 
 // NewEtcdCASWorkload checks cfg (Clients, Leases, Duration) for the
@@ -34,6 +44,9 @@ func NewEtcdCASWorkload(cfg Config, client *clientv3.Client, valueSize int) (*Et
 	cfg = cfg.withDefaults()
 	if err := cfg.validateCommon(); err != nil {
 		return nil, fmt.Errorf("invalid configuration: %w", err)
+	}
+	if cfg.Interval < 0 {
+		return nil, fmt.Errorf("invalid configuration: negative interval %v", cfg.Interval)
 	}
 	if cfg.Leases < cfg.Clients || valueSize <= 0 {
 		return nil, fmt.Errorf("invalid configuration: need at least one key per client (got %d keys for %d clients) and a positive value size (got %d)", cfg.Leases, cfg.Clients, valueSize)
@@ -48,6 +61,10 @@ func NewEtcdCASWorkload(cfg Config, client *clientv3.Client, valueSize int) (*Et
 
 // Name implements Workload.
 func (w *EtcdCASWorkload) Name() string {
+	if w.cfg.Interval > 0 {
+		return fmt.Sprintf("etcd-cas: %d keys of %d bytes every %v (%.0f/s) with %d clients",
+			w.cfg.Leases, len(w.value), w.cfg.Interval, float64(w.cfg.Leases)/w.cfg.Interval.Seconds(), w.cfg.Clients)
+	}
 	return fmt.Sprintf("etcd-cas: %d clients over %d keys of %d bytes", w.cfg.Clients, w.cfg.Leases, len(w.value))
 }
 
@@ -56,6 +73,7 @@ func (w *EtcdCASWorkload) key(i int) string { return fmt.Sprintf("%s%06d", w.pre
 // Setup implements Workload: it writes every key once and keeps its revision.
 func (w *EtcdCASWorkload) Setup(ctx context.Context) error {
 	w.revs = make([]int64, w.cfg.Leases)
+	w.busy = make([]atomic.Bool, w.cfg.Leases)
 	for i := range w.revs {
 		resp, err := w.client.Put(ctx, w.key(i), string(w.value))
 		if err != nil {
@@ -70,6 +88,10 @@ func (w *EtcdCASWorkload) Setup(ctx context.Context) error {
 func (w *EtcdCASWorkload) Run(ctx context.Context, stop <-chan struct{}, rec *Recorder) error {
 	if len(w.revs) == 0 {
 		return fmt.Errorf("etcd-cas workload run before its setup")
+	}
+	if w.cfg.Interval > 0 {
+		w.runPaced(ctx, stop, rec)
+		return nil
 	}
 	var wg sync.WaitGroup
 	for c := range w.cfg.Clients {
@@ -91,6 +113,30 @@ func (w *EtcdCASWorkload) Run(ctx context.Context, stop <-chan struct{}, rec *Re
 	}
 	wg.Wait()
 	return nil
+}
+
+// runPaced swaps every key once per cfg.Interval until stop or ctx. A
+// swap reads and writes revs[i] only while it holds busy[i], whose atomic
+// handover orders it after the key's previous swap on another client.
+func (w *EtcdCASWorkload) runPaced(ctx context.Context, stop <-chan struct{}, rec *Recorder) {
+	work := make(chan dueItem, w.cfg.Clients)
+	var wg sync.WaitGroup
+	for range w.cfg.Clients {
+		wg.Go(func() {
+			for d := range work {
+				rec.ScheduleLag(time.Since(d.due))
+				if !w.busy[d.i].CompareAndSwap(false, true) {
+					rec.Failure(KindOverrun)
+					continue
+				}
+				w.swap(ctx, d.i, rec)
+				w.busy[d.i].Store(false)
+			}
+		})
+	}
+	dispatchEvenly(ctx, stop, len(w.revs), w.cfg.Interval, work)
+	close(work)
+	wg.Wait()
 }
 
 // swap sends one compare-and-put of key i and records it. A failed compare

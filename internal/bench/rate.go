@@ -80,12 +80,6 @@ func (w *RateWorkload) Setup(ctx context.Context) error {
 // its Node's with Config.RegisterNodes, and with node clients its user's.
 func RateNodeName(i int) string { return fmt.Sprintf("node-%06d", i) }
 
-// dueRenewal is one node's renewal and when it was due.
-type dueRenewal struct {
-	slot *leaseSlot
-	due  time.Time
-}
-
 // Run implements Workload. One goroutine (this one) dispatches renewals as
 // they fall due; the clients carry them out. A node whose previous renewal
 // is still in flight when the next falls due skips it, counted as "overrun".
@@ -94,61 +88,25 @@ func (w *RateWorkload) Run(ctx context.Context, stop <-chan struct{}, rec *Recor
 		return fmt.Errorf("rate workload run before its setup")
 	}
 	r := &renewer{cfg: w.cfg, rec: rec}
-	work := make(chan dueRenewal, len(w.clients))
+	work := make(chan dueItem, len(w.clients))
 	var wg sync.WaitGroup
 	for _, client := range w.clients {
 		leases := leaseAPIFor(client, w.cfg.Namespace)
 		wg.Go(func() {
 			for d := range work {
 				rec.ScheduleLag(time.Since(d.due))
-				if !d.slot.busy.CompareAndSwap(false, true) {
+				slot := w.slots[d.i]
+				if !slot.busy.CompareAndSwap(false, true) {
 					rec.Failure(KindOverrun)
 					continue
 				}
-				r.renew(ctx, leases, d.slot)
-				d.slot.busy.Store(false)
+				r.renew(ctx, leases, slot)
+				slot.busy.Store(false)
 			}
 		})
 	}
-	w.dispatch(ctx, stop, work)
+	dispatchEvenly(ctx, stop, len(w.slots), w.cfg.Interval, work)
 	close(work)
 	wg.Wait()
 	return nil
-}
-
-// dispatchSlack is how early a renewal may be handed out: waking for each
-// of 10,000 renewals a second would cost more than the renewals' spread.
-const dispatchSlack = time.Millisecond
-
-// dispatch hands out renewals in schedule order until stop or ctx: node i's
-// k-th renewal is due at start + k*interval + i*interval/nodes.
-func (w *RateWorkload) dispatch(ctx context.Context, stop <-chan struct{}, work chan<- dueRenewal) {
-	start := time.Now()
-	n := len(w.slots)
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	<-timer.C
-	for round := 0; ; round++ {
-		roundStart := start.Add(time.Duration(round) * w.cfg.Interval)
-		for i, slot := range w.slots {
-			due := roundStart.Add(time.Duration(int64(i) * int64(w.cfg.Interval) / int64(n)))
-			if wait := time.Until(due); wait > dispatchSlack {
-				timer.Reset(wait)
-				select {
-				case <-timer.C:
-				case <-stop:
-					return
-				case <-ctx.Done():
-					return
-				}
-			}
-			select {
-			case work <- dueRenewal{slot: slot, due: due}:
-			case <-stop:
-				return
-			case <-ctx.Done():
-				return
-			}
-		}
-	}
 }
