@@ -32,6 +32,12 @@
 # runtime runs the server with GOMAXPROCS 1 (it sizes GOMAXPROCS by the CPUs
 # the process may run on). The figures are then the server's alone on one
 # core, whatever the generator costs.
+# BASELINE=1 runs the same load against `leasehold bench baseline` (a
+# trivial Go HTTP/2+TLS handler that echoes every PUT and POST, on the
+# certificates of a fresh serve's data directory) instead of serve: the
+# latency the generator, the connections and the machine add by
+# themselves, which a server's figures include. Compare a server's p99 with
+# it in the same session. AS_NODES does not apply.
 # Nothing else may run on the machine meanwhile: server and generator share
 # its cores, and every figure depends on that.
 set -euo pipefail
@@ -56,11 +62,23 @@ if [ "${PIN:-0}" = 1 ]; then
 	gen_prefix=(taskset -c "${BENCH_CPU:-1}")
 fi
 serve_fresh "$bin" "$out" "${server_flags[@]}"
+kubeconfig=$data/admin.kubeconfig
+if [ "${BASELINE:-0}" = 1 ]; then
+	[ "${AS_NODES:-0}" = 0 ] || { echo "BASELINE=1 and AS_NODES=1 do not go together" >&2; exit 1; }
+	kill "$server"
+	wait "$server" 2>/dev/null || true
+	# shellcheck disable=SC2086 # SERVER_PREFIX is a list of words
+	${SERVER_PREFIX:-} "$bin" bench baseline --data-dir "$data" --kubeconfig-out "$out/baseline.kubeconfig" \
+		>"$out/baseline.out" 2>"$out/server.log" &
+	server=$!
+	await_serving "$out/server.log" "leasehold bench baseline"
+	kubeconfig=$out/baseline.kubeconfig
+fi
 timer=()
 [ -x /usr/bin/time ] && timer=(/usr/bin/time -v -o "$out/bench.time")
 # shellcheck disable=SC2086
-env ${BENCH_ENV:-} "${timer[@]}" "${gen_prefix[@]}" "$gen" bench rate --kubeconfig "$data/admin.kubeconfig" \
+env ${BENCH_ENV:-} "${timer[@]}" "${gen_prefix[@]}" "$gen" bench rate --kubeconfig "$kubeconfig" \
 	--nodes "${NODES:-100000}" --interval 10s --client lean --clients 256 --connections "${CONNS:-8}" \
 	--duration "$duration" --server-pid "$server" "${bench_flags[@]}" "$@" >"$out/result.txt" 2>"$out/bench.log"
-kubectl --kubeconfig "$data/admin.kubeconfig" get --raw /metrics >"$out/metrics.txt" 2>/dev/null || true
+[ "${BASELINE:-0}" = 1 ] || kubectl --kubeconfig "$kubeconfig" get --raw /metrics >"$out/metrics.txt" 2>/dev/null || true
 cat "$out/result.txt"
