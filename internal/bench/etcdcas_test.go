@@ -17,15 +17,7 @@ import (
 // double-counted.
 func TestEtcdCAS(t *testing.T) {
 	client := etcdCASClient(t)
-	cfg := Config{Namespace: "test", Duration: 500 * time.Millisecond, Clients: 4, Leases: 10}
-	w, err := NewEtcdCASWorkload(cfg, client, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := Run(context.Background(), cfg, w)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, res := runEtcdCAS(t, client, Config{Namespace: "test", Duration: 500 * time.Millisecond, Clients: 4, Leases: 10})
 	if res.Ops == 0 || res.ErrorsTotal != 0 {
 		t.Fatalf("%d swaps, errors %v; want some and none", res.Ops, res.Errors)
 	}
@@ -41,7 +33,20 @@ func TestEtcdCAS(t *testing.T) {
 // still ends at the revision its last swap wrote.
 func TestEtcdCASPaced(t *testing.T) {
 	client := etcdCASClient(t)
-	cfg := Config{Namespace: "paced", Duration: time.Second, Clients: 4, Leases: 20, Interval: 200 * time.Millisecond}
+	w, res := runEtcdCAS(t, client, Config{Namespace: "paced", Duration: time.Second, Clients: 4, Leases: 20, Interval: 200 * time.Millisecond})
+	if res.Ops < 90 || res.Ops > 120 || res.ErrorsTotal != 0 {
+		t.Fatalf("%d swaps, errors %v; want 100 (90-120) and none", res.Ops, res.Errors)
+	}
+	wantKeysAsWritten(t, client, w)
+	if _, err := NewEtcdCASWorkload(Config{Namespace: "x", Duration: time.Second, Clients: 1, Leases: 3, Interval: -time.Second}, client, 100); err == nil {
+		t.Error("negative interval accepted")
+	}
+}
+
+// runEtcdCAS sets up and runs the workload cfg describes, 100-byte
+// values, and returns it with its result.
+func runEtcdCAS(t *testing.T, client *clientv3.Client, cfg Config) (*EtcdCASWorkload, Result) {
+	t.Helper()
 	w, err := NewEtcdCASWorkload(cfg, client, 100)
 	if err != nil {
 		t.Fatal(err)
@@ -50,13 +55,7 @@ func TestEtcdCASPaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Ops < 90 || res.Ops > 120 || res.ErrorsTotal != 0 {
-		t.Fatalf("%d swaps, errors %v; want 100 (90-120) and none", res.Ops, res.Errors)
-	}
-	wantKeysAsWritten(t, client, w)
-	if _, err := NewEtcdCASWorkload(Config{Namespace: "x", Duration: time.Second, Clients: 1, Leases: 3, Interval: -time.Second}, client, 100); err == nil {
-		t.Error("negative interval accepted")
-	}
+	return w, res
 }
 
 func etcdCASClient(t *testing.T) *clientv3.Client {
