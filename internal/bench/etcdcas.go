@@ -116,27 +116,11 @@ func (w *EtcdCASWorkload) Run(ctx context.Context, stop <-chan struct{}, rec *Re
 }
 
 // runPaced swaps every key once per cfg.Interval until stop or ctx. A
-// swap reads and writes revs[i] only while it holds busy[i], whose atomic
-// handover orders it after the key's previous swap on another client.
+// swap reads and writes revs[i] only while it holds busy[i] (runEvenly).
 func (w *EtcdCASWorkload) runPaced(ctx context.Context, stop <-chan struct{}, rec *Recorder) {
-	work := make(chan dueItem, w.cfg.Clients)
-	var wg sync.WaitGroup
-	for range w.cfg.Clients {
-		wg.Go(func() {
-			for d := range work {
-				rec.ScheduleLag(time.Since(d.due))
-				if !w.busy[d.i].CompareAndSwap(false, true) {
-					rec.Failure(KindOverrun)
-					continue
-				}
-				w.swap(ctx, d.i, rec)
-				w.busy[d.i].Store(false)
-			}
-		})
-	}
-	dispatchEvenly(ctx, stop, len(w.revs), w.cfg.Interval, work)
-	close(work)
-	wg.Wait()
+	runEvenly(ctx, stop, rec, len(w.revs), w.cfg.Interval, w.cfg.Clients,
+		func(i int) *atomic.Bool { return &w.busy[i] },
+		func(_, i int) { w.swap(ctx, i, rec) })
 }
 
 // swap sends one compare-and-put of key i and records it. A failed compare

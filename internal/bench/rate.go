@@ -3,8 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
-	"sync"
-	"time"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -88,25 +87,12 @@ func (w *RateWorkload) Run(ctx context.Context, stop <-chan struct{}, rec *Recor
 		return fmt.Errorf("rate workload run before its setup")
 	}
 	r := &renewer{cfg: w.cfg, rec: rec}
-	work := make(chan dueItem, len(w.clients))
-	var wg sync.WaitGroup
-	for _, client := range w.clients {
-		leases := leaseAPIFor(client, w.cfg.Namespace)
-		wg.Go(func() {
-			for d := range work {
-				rec.ScheduleLag(time.Since(d.due))
-				slot := w.slots[d.i]
-				if !slot.busy.CompareAndSwap(false, true) {
-					rec.Failure(KindOverrun)
-					continue
-				}
-				r.renew(ctx, leases, slot)
-				slot.busy.Store(false)
-			}
-		})
+	leases := make([]leaseAPI, len(w.clients))
+	for i, client := range w.clients {
+		leases[i] = leaseAPIFor(client, w.cfg.Namespace)
 	}
-	dispatchEvenly(ctx, stop, len(w.slots), w.cfg.Interval, work)
-	close(work)
-	wg.Wait()
+	runEvenly(ctx, stop, rec, len(w.slots), w.cfg.Interval, len(w.clients),
+		func(i int) *atomic.Bool { return &w.slots[i].busy },
+		func(c, i int) { r.renew(ctx, leases[c], w.slots[i]) })
 	return nil
 }

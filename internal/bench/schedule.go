@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,6 +19,34 @@ const dispatchSlack = time.Millisecond
 type dueItem struct {
 	i   int
 	due time.Time
+}
+
+// runEvenly carries out n items on dispatchEvenly's schedule with workers
+// goroutines until stop or ctx: worker w does item i with do(w, i). An
+// item whose previous turn is still in flight when the next falls due
+// skips it, counted as an overrun; busy(i) is the flag that says so, and
+// its atomic hand-over orders an item's turn after its previous one on
+// another worker, so do may keep per-item state without a lock.
+func runEvenly(ctx context.Context, stop <-chan struct{}, rec *Recorder, n int, interval time.Duration, workers int, busy func(i int) *atomic.Bool, do func(w, i int)) {
+	work := make(chan dueItem, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for d := range work {
+				rec.ScheduleLag(time.Since(d.due))
+				b := busy(d.i)
+				if !b.CompareAndSwap(false, true) {
+					rec.Failure(KindOverrun)
+					continue
+				}
+				do(w, d.i)
+				b.Store(false)
+			}
+		})
+	}
+	dispatchEvenly(ctx, stop, n, interval, work)
+	close(work)
+	wg.Wait()
 }
 
 // dispatchEvenly hands out items 0..n-1 in schedule order on work until

@@ -72,26 +72,35 @@ func waitQueued(t *testing.T, s *Store, n int) {
 	}
 }
 
+// holdOneQueueMore starts a create that the held committer takes (it
+// returns once the committer holds it) and n more that queue behind it, and
+// returns the channels their answers come on.
+func holdOneQueueMore(ctx context.Context, t *testing.T, s *Store, entered <-chan struct{}, n int) (first, queued <-chan error) {
+	t.Helper()
+	f := make(chan error, 1)
+	go func() {
+		_, err := s.Create(ctx, "/k/first", []byte("v"))
+		f <- err
+	}()
+	<-entered
+	q := make(chan error, n)
+	for i := range n {
+		go func() {
+			_, err := s.Create(ctx, fmt.Sprintf("/k/queued-%d", i), []byte("v"))
+			q <- err
+		}()
+	}
+	waitQueued(t, s, n)
+	return f, q
+}
+
 // Writes still queued when the store closes are answered ErrClosed by
 // their writers, none left waiting, and none written.
 func TestQueuedWritesEndWithTheCommitter(t *testing.T) {
 	ctx := testCtx(t)
 	s, entered, release := heldCommitter(t, 8)
-	first := make(chan error, 1)
-	go func() {
-		_, err := s.Create(ctx, "/k/first", []byte("v"))
-		first <- err
-	}()
-	<-entered
 	const queued = 5
-	errs := make(chan error, queued)
-	for i := range queued {
-		go func() {
-			_, err := s.Create(ctx, fmt.Sprintf("/k/%d", i), []byte("v"))
-			errs <- err
-		}()
-	}
-	waitQueued(t, s, queued)
+	first, errs := holdOneQueueMore(ctx, t, s, entered, queued)
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close() }()
 	<-s.closing

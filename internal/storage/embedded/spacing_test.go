@@ -74,21 +74,8 @@ func (ss *spacedStore) recorded() []spacedBatch {
 // (the writes queued meanwhile), and returns when both are durable.
 func (ss *spacedStore) oneThenSeveral(t *testing.T, ctx context.Context) {
 	t.Helper()
-	first := make(chan error, 1)
-	go func() {
-		_, err := ss.Create(ctx, "/k/first", []byte("v"))
-		first <- err
-	}()
-	<-ss.entered
 	const queued = 3
-	errs := make(chan error, queued)
-	for i := range queued {
-		go func() {
-			_, err := ss.Create(ctx, fmt.Sprintf("/k/queued-%d", i), []byte("v"))
-			errs <- err
-		}()
-	}
-	waitQueued(t, ss.Store, queued)
+	first, errs := holdOneQueueMore(ctx, t, ss.Store, ss.entered, queued)
 	ss.release()
 	for range queued + 1 {
 		var err error
