@@ -149,8 +149,8 @@ func BenchmarkReopen100k(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		s := mustOpen(b, dir)
-		if len(s.index) != keys {
-			b.Fatalf("reopened with %d keys, want %d", len(s.index), keys)
+		if s.index.len() != keys {
+			b.Fatalf("reopened with %d keys, want %d", s.index.len(), keys)
 		}
 		b.StopTimer()
 		if err := s.Close(); err != nil {

@@ -249,7 +249,7 @@ func (c *committer) current(key string) (pendingEntry, error) {
 	if p, ok := c.pending[key]; ok {
 		return p, nil
 	}
-	e, ok := c.s.index[key]
+	e, ok := c.s.index.get(key)
 	if !ok {
 		return pendingEntry{}, nil
 	}
@@ -359,9 +359,9 @@ func (c *committer) commit(reqs []*writeReq, start time.Time) {
 		// gofail: var afterCommitSync struct{}
 		for key, p := range c.pending {
 			if p.exists {
-				s.index[key] = p.indexEntry
+				s.index.set(key, p.indexEntry)
 			} else {
-				delete(s.index, key)
+				s.index.delete(key)
 			}
 		}
 		s.publish(rev, c.events, c.prevRevs)

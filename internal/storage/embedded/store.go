@@ -49,7 +49,7 @@ type Store struct {
 	goroutines sync.WaitGroup
 
 	// index is owned by the committer goroutine (and by Open before it starts).
-	index map[string]indexEntry
+	index keyIndex
 
 	// space refuses writes while the disk's free space is below the reserve.
 	space *spaceGuard
@@ -132,7 +132,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		reqs:          make(chan *writeReq, opts.MaxBatch),
 		committerDone: make(chan struct{}),
 		closing:       make(chan struct{}),
-		index:         make(map[string]indexEntry),
+		index:         newKeyIndex(),
 		watchers:      make(map[*watcher]chan []storage.Event),
 		space:         newSpaceGuard(opts.fs, dir, opts.ReservedBytes),
 		reopenReqs:    make(chan chan error),
@@ -157,7 +157,7 @@ func Open(dir string, opts Options) (*Store, error) {
 			"dir", dir, "err", s.space.status())
 	}
 	opts.Logger.Info("embedded store opened", "dir", dir, "revision", s.rev.Load(),
-		"compacted", s.compacted.Load(), "keys", len(s.index), "readOnly", readOnly)
+		"compacted", s.compacted.Load(), "keys", s.index.len(), "readOnly", readOnly)
 	s.goroutines.Add(2)
 	go s.commitLoop()
 	go s.probeLoop()
@@ -254,7 +254,7 @@ func (s *Store) load(readOnly bool) error {
 	s.compacted.Store(compacted)
 	s.swept = swept
 
-	clear(s.index)
+	s.index.reset()
 	lower, upper := valueRange("")
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
@@ -270,7 +270,7 @@ func (s *Store) load(readOnly bool) error {
 			return errors.Join(fmt.Errorf("key %q at revision %d is newer than the store's %d: %w",
 				key, c.modRev, rev, errCorrupt), it.Close())
 		}
-		s.index[key] = indexEntry{modRev: c.modRev, createRev: c.createRev}
+		s.index.set(key, indexEntry{modRev: c.modRev, createRev: c.createRev})
 	}
 	if err := it.Close(); err != nil {
 		return fmt.Errorf("iterate values: %w", err)
