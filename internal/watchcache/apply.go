@@ -44,6 +44,9 @@ func (c *Cache) decode(evs []storage.Event) []decoded {
 		out[i].ev = ev
 		if e := c.objects[ev.Key]; e != nil {
 			out[i].prev, out[i].prevRev = e.obj, e.modRev
+			if e.obj == nil && e.cold != "" && ev.Type == storage.EventPut {
+				c.cold.rewritten(e.cold)
+			}
 		}
 	}
 	c.mu.RUnlock()

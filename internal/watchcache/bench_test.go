@@ -125,7 +125,7 @@ func BenchmarkList(b *testing.B) {
 	c, _ := loadedCache(b, 100_000, Options{Encode: encodeJSON})
 	b.Run("hot", func(b *testing.B) { benchmarkList(b, c) })
 	var scratch []byte
-	if n := c.freezeUpTo(context.Background(), c.Revision(), &scratch); n != 100_000 {
+	if n := c.freezeUpTo(context.Background(), c.Revision(), nil, &scratch); n != 100_000 {
 		b.Fatalf("froze %d entries, want 100000", n)
 	}
 	b.Run("cold", func(b *testing.B) { benchmarkList(b, c) })

@@ -67,6 +67,9 @@ type coldClass struct {
 	// and readers may look: atomics.
 	values, stored, compressed atomic.Int64
 	retrained                  bool
+	// rewrites counts the writes that found a value of the class cold
+	// (the demoter's holds, demote.go).
+	rewrites atomic.Int64
 }
 
 // coldStore holds the classes. Classes are created by the demoter alone
@@ -213,6 +216,13 @@ func (s *coldStore) freeze(key string, stored []byte, scratch *[]byte) (string, 
 	out.WriteByte(byte(i))
 	out.Write(frame)
 	return out.String(), nil
+}
+
+// rewritten counts a write to the key whose cold value is cold.
+func (s *coldStore) rewritten(cold string) {
+	if classes := *s.classes.Load(); len(cold) > 0 && int(cold[0]) < len(classes) {
+		classes[cold[0]].rewrites.Add(1)
+	}
 }
 
 // thaw decompresses a cold value and hands the stored form to use, which

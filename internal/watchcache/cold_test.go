@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -35,7 +36,7 @@ func coldCount(c *Cache) int {
 func freezeAll(t *testing.T, c *Cache) int {
 	t.Helper()
 	var scratch []byte
-	return c.freezeUpTo(context.Background(), c.Revision(), &scratch)
+	return c.freezeUpTo(context.Background(), c.Revision(), nil, &scratch)
 }
 
 // coldCache is a cache whose demoter never runs on its own (the tests freeze
@@ -111,7 +112,7 @@ func TestOnlyUnchangedEntriesGoCold(t *testing.T) {
 		t.Fatal(err)
 	}
 	var scratch []byte
-	if got := c.freezeUpTo(context.Background(), mark, &scratch); got != 3 {
+	if got := c.freezeUpTo(context.Background(), mark, nil, &scratch); got != 3 {
 		t.Fatalf("froze %d entries, want the 3 unchanged since the mark", got)
 	}
 	c.mu.RLock()
@@ -418,5 +419,97 @@ func TestColdClassReplacesAnUnfitDictionary(t *testing.T) {
 	averageCold(t, fit, 0, 2*retrainAfter)
 	if n := len(*fit.classes.Load()); n != 1 {
 		t.Errorf("a class whose dictionary fits was replaced: %d classes", n)
+	}
+}
+
+// A resource whose objects are written again soon after going cold is
+// held decoded longer, so that its writes stop thawing them; one whose
+// objects are not written is not.
+func TestDemoterHoldsWhatIsRewrittenWhileCold(t *testing.T) {
+	const n = minRewrites + 36
+	s, c := coldCache(t, n) // leases, each written every period below
+	const others = "/registry/nodes/"
+	for i := range n { // another resource, never written again
+		if _, err := s.Create(context.Background(), fmt.Sprintf("%sx/n%04d", others, i), encodeLease(t, "x", fmt.Sprint(i), "h", nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := newDemoter()
+	var scratch []byte
+	ctx := context.Background()
+	rewrites := func(class string) int64 {
+		var sum int64
+		for _, cl := range *c.cold.classes.Load() {
+			if cl.name == class {
+				sum += cl.rewrites.Load()
+			}
+		}
+		return sum
+	}
+	const period = demoteRounds + 1 // rounds between two writes of every lease
+	var before int64
+	for r := range 12 * period {
+		if r%period == 0 {
+			var rev int64
+			for i := range n {
+				rev = update(t, s, []string{"a", "b"}[i%2], fmt.Sprintf("l%04d", i), fmt.Sprintf("renewed-%d", r), map[string]string{"app": "x"})
+			}
+			if err := c.WaitForRevision(testCtx(t), rev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if r == 8*period {
+			before = rewrites(leasePrefix)
+		}
+		d.round(ctx, c, &scratch)
+	}
+	if before < minRewrites {
+		t.Fatalf("%d writes to cold leases before the hold, want at least %d: they never went cold", before, minRewrites)
+	}
+	if got := rewrites(leasePrefix); got != before {
+		t.Fatalf("leases written every %d rounds still went cold once held: %d writes to cold ones, %d before", period, got, before)
+	}
+	if got := d.holds[leasePrefix]; got != 2*demoteRounds {
+		t.Fatalf("leases are held %d rounds, want %d", got, 2*demoteRounds)
+	}
+	if got, ok := d.holds[others]; ok {
+		t.Fatalf("%s, never written, is held %d rounds", others, got)
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for key, e := range c.objects {
+		if cold, lease := e.obj == nil, strings.HasPrefix(key, leasePrefix); cold == lease {
+			t.Fatalf("%s: cold = %v", key, cold)
+		}
+	}
+}
+
+// The judgement's rule: rewrites at least half the freezes, both at least
+// minRewrites; holds only double, up to maxHoldRounds.
+func TestDemoterJudgesHolds(t *testing.T) {
+	_, c := coldCache(t, 2)
+	freezeAll(t, c)
+	cl := (*c.cold.classes.Load())[0]
+	d := newDemoter()
+	d.judge(c) // counts what freezeAll froze
+	for _, step := range []struct {
+		frozen, rewritten int64
+		want              int
+	}{
+		{minRewrites, minRewrites - 1, 0},     // too few rewrites
+		{2 * minRewrites, minRewrites - 1, 0}, // fewer than half
+		{2 * minRewrites, minRewrites, 2 * demoteRounds},
+		{0, 10 * minRewrites, 2 * demoteRounds},          // rewrites of what an old hold froze
+		{minRewrites - 1, minRewrites, 2 * demoteRounds}, // too few freezes
+		{minRewrites, minRewrites, 4 * demoteRounds},
+		{minRewrites, minRewrites, maxHoldRounds},
+		{minRewrites, minRewrites, maxHoldRounds},
+	} {
+		cl.values.Add(step.frozen)
+		cl.rewrites.Add(step.rewritten)
+		d.judge(c)
+		if got := d.holds[cl.name]; got != step.want {
+			t.Fatalf("after %d frozen and %d rewritten: hold %d rounds, want %d", step.frozen, step.rewritten, got, step.want)
+		}
 	}
 }

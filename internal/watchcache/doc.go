@@ -51,7 +51,10 @@
 //   - With Options.Encode set, an object unchanged for about Options.ColdAfter
 //     is kept compressed (cold.go) and decoded again for every read; readers
 //     copy entries under the lock and decode after releasing it, so a cold
-//     object costs no reader or writer any lock time. A cold object read
+//     object costs no reader or writer any lock time. A resource whose
+//     objects are written again soon after going cold (leases renewed less
+//     often than ColdAfter) is held decoded longer, up to 8 x ColdAfter
+//     (demote.go). A cold object read
 //     twice is two equal objects, not one: nothing may rely on the identity
 //     of the objects the cache hands out.
 //   - With Options.Adopt set, a put whose writer handed its decoded object
