@@ -191,14 +191,14 @@ func TestHAControlPlaneBehindHAProxy(t *testing.T) {
 	c.lb.WaitStates(c.states("UP"), haproxyFollow)
 	etcdLeader.Restart(t)
 
-	restoredAt := c.loseQuorum(w, agents, nodes)
+	restoringAt := c.loseQuorum(w, agents, nodes)
 
 	// The elect leader lost its lease in the outage (longer than its renew
 	// deadline); another leads once the store is back, and mutual
 	// exclusion held through everything.
 	testdeps.Eventually(t, electFailoverBound+fastSlack, 200*time.Millisecond, "an elect leader after the outage", func() error {
 		for _, l := range elect.lines() {
-			if l.kind == "start" && l.at > restoredAt {
+			if l.kind == "start" && l.at > restoringAt {
 				return nil
 			}
 		}
@@ -234,7 +234,8 @@ func TestHAControlPlaneBehindHAProxy(t *testing.T) {
 // loseQuorum kills 2 of the 3 etcd members for longer than the node grace
 // period, checks how the replicas and the balancer answer meanwhile, and
 // brings the members back; it returns when (on the /proc/uptime clock of
-// the elect log) quorum was back.
+// the elect log) the members started coming back: no leader is elected
+// between the loss and then.
 func (c *haCluster) loseQuorum(w *ackWriter, agents []*agentProc, nodes []string) time.Duration {
 	t := c.t
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -314,10 +315,16 @@ func (c *haCluster) loseQuorum(w *ackWriter, agents []*agentProc, nodes []string
 		}
 	}
 
+	// The elect harness's clock when the members start coming back: no
+	// leader can be elected before (no write commits without quorum),
+	// while one may be as soon as the first restarted member restores
+	// quorum, before the second has finished restarting. A stamp taken
+	// after both restarts once missed such a leader (2026-11-29).
+	restartingUp := electUptime(t)
 	for _, m := range lost {
 		m.Restart(t)
 	}
-	restoredAt, restoredUp := time.Now(), electUptime(t)
+	restoredAt := time.Now()
 	t.Logf("quorum back after %v", restoredAt.Sub(lostAt).Round(time.Millisecond))
 	if took, err := waitFor(30*time.Second, func() (bool, error) {
 		for name, r := range raws {
@@ -353,7 +360,7 @@ func (c *haCluster) loseQuorum(w *ackWriter, agents []*agentProc, nodes []string
 			t.Errorf("node %s tainted %s after the store outage", n, taint.Key)
 		}
 	}
-	return restoredUp
+	return restartingUp
 }
 
 // outageRequest is timedRequest within the per-call deadline and slack
