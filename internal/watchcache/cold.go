@@ -218,7 +218,8 @@ func (s *coldStore) freeze(key string, stored []byte, scratch *[]byte) (string, 
 	return out.String(), nil
 }
 
-// rewritten counts a write to the key whose cold value is cold.
+// rewritten counts, in its class, a write that found an object cold
+// (cold is the object's cold value).
 func (s *coldStore) rewritten(cold string) {
 	if classes := *s.classes.Load(); len(cold) > 0 && int(cold[0]) < len(classes) {
 		classes[cold[0]].rewrites.Add(1)

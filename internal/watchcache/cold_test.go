@@ -513,3 +513,20 @@ func TestDemoterJudgesHolds(t *testing.T) {
 		}
 	}
 }
+
+// A hold names one resource exactly: holding the class of keys directly
+// under the cache's prefix, whose name is a prefix of every key, holds
+// nothing else.
+func TestDemoterHoldsOnlyItsResource(t *testing.T) {
+	const n = 10
+	_, c := coldCache(t, n)
+	d := newDemoter()
+	d.holds[c.cold.prefix] = maxHoldRounds
+	var scratch []byte
+	for range demoteRounds + 1 {
+		d.round(context.Background(), c, &scratch)
+	}
+	if got := coldCount(c); got != n {
+		t.Fatalf("%d of %d leases cold after %d rounds with only %s held, want all", got, n, demoteRounds+1, c.cold.prefix)
+	}
+}

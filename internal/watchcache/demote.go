@@ -3,7 +3,6 @@ package watchcache
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -100,7 +99,11 @@ func newDemoter() *demoter {
 // revision and, once per ColdAfter, judges the holds.
 func (d *demoter) round(ctx context.Context, c *Cache, scratch *[]byte) {
 	if mark := d.marks[maxHoldRounds-demoteRounds]; mark > 0 {
-		c.freezeUpTo(ctx, mark, d.held, scratch)
+		var held func(key string, modRev int64) bool
+		if len(d.holds) > 0 {
+			held = func(key string, modRev int64) bool { return d.held(c.cold.className(key), modRev) }
+		}
+		c.freezeUpTo(ctx, mark, held, scratch)
 	}
 	copy(d.marks[:], d.marks[1:])
 	d.marks[maxHoldRounds-1] = c.Revision()
@@ -109,16 +112,16 @@ func (d *demoter) round(ctx context.Context, c *Cache, scratch *[]byte) {
 	}
 }
 
-// held reports whether the entry at key, at revision modRev, is of a
-// resource held longer and has not been unchanged for its hold yet.
-func (d *demoter) held(key string, modRev int64) bool {
-	for name, rounds := range d.holds {
-		if strings.HasPrefix(key, name) {
-			mark := d.marks[maxHoldRounds-rounds]
-			return mark == 0 || modRev > mark
-		}
+// held reports whether an entry of resource class (coldStore.className of
+// its key), at revision modRev, is held longer and has not been unchanged
+// for its hold yet.
+func (d *demoter) held(class string, modRev int64) bool {
+	rounds, ok := d.holds[class]
+	if !ok {
+		return false
 	}
-	return false
+	mark := d.marks[maxHoldRounds-rounds]
+	return mark == 0 || modRev > mark
 }
 
 // judge doubles the hold of every resource whose objects were written
@@ -161,9 +164,10 @@ type frozen struct {
 }
 
 // freezeUpTo freezes the decoded entries whose revision is <= mark and
-// that held (if not nil) does not hold back, a chunk at a time: it copies candidates under the read lock, encodes and
-// compresses them with no lock held, and swaps them in under the write lock
-// unless they changed meanwhile. It returns how many it froze.
+// that held (if not nil) does not hold back, a chunk at a time: it copies
+// candidates under the read lock, encodes and compresses them with no lock
+// held, and swaps them in under the write lock unless they changed
+// meanwhile. It returns how many it froze.
 func (c *Cache) freezeUpTo(ctx context.Context, mark int64, held func(key string, modRev int64) bool, scratch *[]byte) int {
 	n := 0
 	from, more := "", true

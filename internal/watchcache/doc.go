@@ -54,9 +54,8 @@
 //     object costs no reader or writer any lock time. A resource whose
 //     objects are written again soon after going cold (leases renewed less
 //     often than ColdAfter) is held decoded longer, up to 8 x ColdAfter
-//     (demote.go). A cold object read
-//     twice is two equal objects, not one: nothing may rely on the identity
-//     of the objects the cache hands out.
+//     (demote.go). A cold object read twice is two equal objects, not one:
+//     nothing may rely on the identity of the objects the cache hands out.
 //   - With Options.Adopt set, a put whose writer handed its decoded object
 //     over with Expect (an update of this process, on either store)
 //     publishes that object instead of decoding the value: the cache owns

@@ -8,7 +8,9 @@ package embedded
 // was created with, which the watch cache goes on holding. At 100,000 renewing
 // nodes that was 100,000 extra 48-byte strings in the live heap, about 4% of
 // its objects, for the collector to mark on every cycle (inuse_objects
-// profile of an idle 100,000-node server, 2026-11-29). Here the map is
+// profile of an idle 100,000-node server, 2026-11-29; with keyIndex the
+// objects from registry.Resource.Key went from 294,924 to 152,923 and the
+// live heap from 252 to 246 MB). Here the map is
 // assigned only when a key is created, so the index shares its key with the
 // create's event and the cache's entry for the key's life; an update writes
 // the revisions in place in entries, which holds no pointers.
